@@ -1,0 +1,33 @@
+# Sluice: `make run` starts everything locally; `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Local runs generate their SECRET_KEY under .run/; production sets SECRET_KEY itself.
+export SLUICE_DEV_SECRET := 1
+
+.PHONY: setup run test lint bench screenshots clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+
+run: setup
+	$(PY) scripts/run_local.py
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: setup lint
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .run db.sqlite3

@@ -1,0 +1,156 @@
+"""Django settings. Everything comes from the environment, with safe local defaults."""
+
+from __future__ import annotations
+
+import os
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.runtime import BASE_DIR, RUN_DIR, generated_secret
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off", ""}:
+        return False
+    raise ImproperlyConfigured(f"environment variable {name}={value!r}: expected true or false")
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"environment variable {name}={value!r}: expected a number"
+        ) from None
+
+
+DEBUG = env_bool("DEBUG", False)
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and not env_bool("SLUICE_DEV_SECRET", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = generated_secret("secret_key")
+
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    if h.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+ASGI_APPLICATION = "dashboard.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "dashboard.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=60,
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "overview"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = RUN_DIR / "static"
+
+# -- Celery -------------------------------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "dashboard.tasks.run_cycle": {"queue": "scheduler"},
+    "dashboard.tasks.remove_gate": {"queue": "gates"},
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+SLUICE_CYCLE_PERIOD = env_float("SLUICE_CYCLE_PERIOD", 1.0)
+CELERY_BEAT_SCHEDULE = {
+    "heartbeat": {
+        "task": "dashboard.tasks.heartbeat",
+        "schedule": 10.0,
+        "options": {"expires": 10.0},
+    },
+}
+
+# -- Logging: one line per record, key=value pairs, always naming the object ------------------
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"logfmt": {"()": "dashboard.logging.LogfmtFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "logfmt"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.server": {"level": "WARNING"},
+        "kubernetes": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+    },
+}
+
+if not DEBUG:
+    SESSION_COOKIE_HTTPONLY = True
+    CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+    X_FRAME_OPTIONS = "DENY"

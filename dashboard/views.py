@@ -1,0 +1,22 @@
+"""Page views. Reads go through selectors; views stay thin."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from dashboard.health import health_report
+
+
+@require_GET
+def overview(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/overview.html", {})
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    report, healthy = health_report()
+    return JsonResponse(report, status=200 if healthy else 503)

@@ -1,0 +1,1 @@
+"""Volcano's scheduler API model: resources, tasks, jobs, nodes and queues."""

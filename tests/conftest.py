@@ -1,0 +1,69 @@
+"""Shared fixtures: the system Chromium through Playwright, free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+
+import pytest
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
+# inside one unless told it is safe, which it is here (one thread, test database).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def require_binary(name: str, *, fallback: str | None = None) -> str:
+    """The binary's path; in CI a missing binary fails the test instead of skipping it."""
+    path = shutil.which(name) or (fallback if fallback and os.path.exists(fallback) else None)
+    if path:
+        return path
+    message = f"{name} is not installed"
+    if in_ci():
+        pytest.fail(f"{message}; CI must run these tests (.ci/run installs it)")
+    pytest.skip(f"{message}; install it to run these tests")
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    return require_binary("chromium", fallback="/usr/bin/chromium")
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
