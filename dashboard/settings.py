@@ -135,6 +135,13 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# -- Scheduler and cluster --------------------------------------------------------------------
+SLUICE_KUBECONFIG = os.environ.get("SLUICE_KUBECONFIG", str(RUN_DIR / "kubeconfig"))
+SLUICE_KUBE_TIMEOUT = env_float("SLUICE_KUBE_TIMEOUT", 5.0)
+SLUICE_SCHEDULER_NAMES = [
+    n.strip() for n in os.environ.get("SLUICE_SCHEDULER_NAMES", "volcano").split(",") if n.strip()
+]
+
 # -- Logging: one line per record, key=value pairs, always naming the object ------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING = {
