@@ -1,0 +1,180 @@
+"""Writes to a cluster through the official ``kubernetes`` client.
+
+Responses are read as raw JSON (``_preload_content=False``): the client's model
+deserialisation is slow and, for a Binding, fails on a valid answer. API errors become
+``ApiError`` subclasses that name the object, so callers need not know the client.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, obj: str, message: str) -> None:
+        self.status, self.obj = status, obj
+        super().__init__(f"{obj}: HTTP {status}: {message}")
+
+
+class Conflict(ApiError):
+    pass
+
+
+class NotFound(ApiError):
+    pass
+
+
+def _meta(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "", meta.get("name") or ""
+
+
+def _raise(exc: ApiException, obj: str) -> None:
+    try:
+        message = json.loads(exc.body).get("message", exc.reason)
+    except (TypeError, ValueError):
+        message = exc.reason
+    error = {409: Conflict, 404: NotFound}.get(exc.status, ApiError)
+    raise error(exc.status or 0, obj, message) from None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class KubeClusterClient:
+    """The ClusterClient the scheduler uses against any cluster (real or simulated)."""
+
+    def __init__(self, api: client.ApiClient, *, component: str = "volcano") -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.component = component
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> dict:
+        try:
+            response = self.core.read_namespaced_pod(name, namespace, _preload_content=False)
+        except ApiException as exc:
+            _raise(exc, f"pod {namespace}/{name}")
+        return json.loads(response.data)
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    def bind(self, pod: dict, node_name: str) -> None:
+        namespace, name = _meta(pod)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": pod["metadata"].get("uid")},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        try:
+            self.core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
+        except ApiException as exc:
+            _raise(exc, f"pod {namespace}/{name}")
+
+    def evict(self, pod: dict, reason: str) -> None:
+        namespace, name = _meta(pod)
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        try:
+            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
+        except ApiException as exc:
+            _raise(exc, f"pod {namespace}/{name}")
+        self.record_event(pod, "Normal", "Evict", reason)
+
+    def patch_pod(self, pod: dict, patch: list[dict]) -> dict:
+        """A JSON patch on the pod; include a resourceVersion op to make it conditional."""
+        namespace, name = _meta(pod)
+        try:
+            response = self.core.patch_namespaced_pod(
+                name, namespace, patch, _content_type=JSON_PATCH, _preload_content=False
+            )
+        except ApiException as exc:
+            _raise(exc, f"pod {namespace}/{name}")
+        return json.loads(response.data)
+
+    def _patch_pod_status(self, pod: dict, body: dict, content_type: str) -> None:
+        namespace, name = _meta(pod)
+        try:
+            self.core.patch_namespaced_pod_status(
+                name, namespace, body, _content_type=content_type, _preload_content=False
+            )
+        except ApiException as exc:
+            _raise(exc, f"pod {namespace}/{name}")
+
+    def patch_pod_condition(self, pod: dict, condition: dict) -> None:
+        """Set one status condition (merged by type, as kube-scheduler does)."""
+        condition = {"lastTransitionTime": _now(), **condition}
+        self._patch_pod_status(pod, {"status": {"conditions": [condition]}}, STRATEGIC_MERGE_PATCH)
+
+    def patch_nominated_node(self, pod: dict, node_name: str | None) -> None:
+        self._patch_pod_status(pod, {"status": {"nominatedNodeName": node_name}}, MERGE_PATCH)
+
+    # -- podgroups, namespaces, events ----------------------------------------------------------
+
+    def patch_podgroup_status(self, podgroup: dict, status: dict) -> None:
+        namespace, name = _meta(podgroup)
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                VOLCANO_GROUP, VOLCANO_VERSION, namespace, "podgroups", name,
+                {"status": status}, _content_type=MERGE_PATCH, _preload_content=False,
+            )  # fmt: skip
+        except ApiException as exc:
+            _raise(exc, f"podgroup {namespace}/{name}")
+
+    def label_namespace(self, name: str, key: str, value: str | None) -> dict:
+        """Set (or, with None, remove) one label of a namespace."""
+        try:
+            response = self.core.patch_namespace(
+                name, {"metadata": {"labels": {key: value}}},
+                _content_type=MERGE_PATCH, _preload_content=False,
+            )  # fmt: skip
+        except ApiException as exc:
+            _raise(exc, f"namespace {name}")
+        return json.loads(response.data)
+
+    def record_event(self, obj: dict, event_type: str, reason: str, message: str) -> None:
+        namespace, name = _meta(obj)
+        namespace = namespace or "default"
+        now = _now()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", "v1"),
+                "kind": obj.get("kind", "Pod"),
+                "name": name,
+                "namespace": _meta(obj)[0] or None,
+                "uid": (obj.get("metadata") or {}).get("uid"),
+            },
+            "type": event_type,
+            "reason": reason,
+            "message": message,
+            "source": {"component": self.component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": self.component,
+        }
+        try:
+            self.core.create_namespaced_event(namespace, body, _preload_content=False)
+        except ApiException as exc:
+            _raise(exc, f"event for {obj.get('kind', 'Pod').lower()} {namespace}/{name}")

@@ -1,0 +1,194 @@
+"""List-and-watch informers that keep a handler current, as client-go's reflector does.
+
+Each informer lists its kind (raw JSON, no model deserialisation), hands the handler the
+differences against what it had, then watches from the list's resourceVersion. A watch that
+ends is resumed from the last version seen; ``410 Gone`` (the version is too old) or any error
+leads to a fresh list after a backoff. Deletions missed while disconnected surface on relist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from urllib3.exceptions import HTTPError, ReadTimeoutError
+
+from scheduler.kube.resources import RESOURCES
+
+log = logging.getLogger(__name__)
+
+
+class EventHandler(Protocol):
+    def on_add(self, kind: str, obj: dict) -> None: ...
+    def on_update(self, kind: str, old: dict, new: dict) -> None: ...
+    def on_delete(self, kind: str, obj: dict) -> None: ...
+
+
+class WatchExpired(Exception):
+    """The server no longer has the requested resourceVersion (HTTP 410)."""
+
+
+def object_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else meta.get("name", "")
+
+
+class Informer:
+    """One kind's list+watch loop, run in a thread; ``synced`` is set after the first list."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        kind: str,
+        handler: EventHandler,
+        *,
+        stop: threading.Event,
+        watch_timeout: int = 300,
+        backoff: Callable[[int], float] = lambda failures: min(0.2 * 2**failures, 5.0),
+        label_selector: str | None = None,
+        read_timeout: float = 10.0,
+    ) -> None:
+        self.kind = kind
+        self._list = RESOURCES[kind].list_call(api)
+        self._handler = handler
+        self._stop = stop
+        self._watch_timeout = watch_timeout
+        self._backoff = backoff
+        self._selector = {"label_selector": label_selector} if label_selector else {}
+        # A quiet watch times out on read and is resumed from the same version; it bounds how
+        # long stop() can take even when the server sends nothing.
+        self._read_timeout = read_timeout
+        self._response = None
+        self._known: dict[str, dict] = {}
+        self.synced = threading.Event()
+        self.relists = 0
+
+    def run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                version = self._relist()
+                failures = 0
+                while not self._stop.is_set():
+                    version = self._watch(version)
+            except WatchExpired:
+                log.info("watch expired; relisting", extra={"object": self.kind})
+            except (ApiException, HTTPError, OSError, ValueError) as exc:
+                failures += 1
+                log.warning("list/watch failed: %s", exc, extra={"object": self.kind})
+                self._stop.wait(self._backoff(failures))
+
+    def _relist(self) -> str:
+        response = self._list(_preload_content=False, **self._selector)
+        body = json.loads(response.data)
+        self.relists += 1
+        current = {object_key(obj): obj for obj in body.get("items") or []}
+        for key in sorted(set(self._known) - set(current)):
+            self._handler.on_delete(self.kind, self._known.pop(key))
+        for key, obj in current.items():
+            self._dispatch("MODIFIED" if key in self._known else "ADDED", obj)
+        self.synced.set()
+        return body["metadata"]["resourceVersion"]
+
+    def _watch(self, version: str) -> str:
+        response = self._list(
+            watch=True,
+            resource_version=version,
+            timeout_seconds=self._watch_timeout,
+            allow_watch_bookmarks=True,
+            _preload_content=False,
+            _request_timeout=(5.0, self._read_timeout),
+            **self._selector,
+        )
+        self._response = response
+        try:
+            for event in _events(response):
+                if self._stop.is_set():
+                    break
+                version = self._handle(event) or version
+        except ReadTimeoutError:
+            pass  # nothing happened for a while: resume from the same version
+        finally:
+            self._response = None
+            response.release_conn()
+        return version
+
+    def interrupt(self) -> None:
+        """Break a blocked watch read (used by stop)."""
+        response = self._response
+        if response is not None:
+            # Closing a socket that another thread reads from may raise; that is fine here.
+            with contextlib.suppress(Exception):
+                response.shutdown() if hasattr(response, "shutdown") else response.close()
+
+    def _handle(self, event: dict) -> str | None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise WatchExpired(obj.get("message", ""))
+            raise ApiException(status=obj.get("code"), reason=obj.get("message"))
+        if kind != "BOOKMARK":
+            self._dispatch(kind, obj)
+        return (obj.get("metadata") or {}).get("resourceVersion")
+
+    def _dispatch(self, event_type: str, obj: dict) -> None:
+        key = object_key(obj)
+        if event_type == "DELETED":
+            self._known.pop(key, None)
+            self._handler.on_delete(self.kind, obj)
+            return
+        old = self._known.get(key)
+        self._known[key] = obj
+        if old is None:
+            self._handler.on_add(self.kind, obj)
+        elif old["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+            self._handler.on_update(self.kind, old, obj)
+
+
+def _events(response) -> Iterator[dict]:
+    """Newline-delimited JSON watch events from a streamed response."""
+    pending = b""
+    for chunk in response.stream(amt=64 * 1024, decode_content=True):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+    if pending.strip():
+        yield json.loads(pending)
+
+
+class InformerSet:
+    """Informers for several kinds, each in a daemon thread, stopped together."""
+
+    def __init__(
+        self, api: client.ApiClient, kinds: list[str], handler: EventHandler, **kw
+    ) -> None:
+        self.stop_event = threading.Event()
+        self.informers = [Informer(api, k, handler, stop=self.stop_event, **kw) for k in kinds]
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for informer in self.informers:
+            thread = threading.Thread(
+                target=informer.run, name=f"informer-{informer.kind}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def wait_for_sync(self, timeout: float) -> bool:
+        return all(informer.synced.wait(timeout) for informer in self.informers)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stop_event.set()
+        for informer in self.informers:
+            informer.interrupt()
+        for thread in self._threads:
+            thread.join(timeout)
