@@ -1,0 +1,117 @@
+"""False-admission risk for the dashboard: will this workload run, and if not, why not?
+
+Works for pending and admitted workloads of any QoS class: pods are sized by their limits
+and, where a resource has no limit, by its request. Pods already bound to a node are skipped
+(a Guaranteed one is already counted in the snapshot). Classes, in the order they are tried:
+
+* ``waiting_for_queue`` — the caller says the queue has no room (evaluation still attached);
+* ``fits_now`` — the evaluator places every pod on today's nodes;
+* ``fits_after_scale_up`` — it fits once some node group(s) grow, within their max sizes;
+* ``fits_no_node_shape`` — neither today's nodes nor any allowed scale-up can hold it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate
+from scheduler.admission.monitor import NodeUsage, Snapshot, node_usage
+
+
+class RiskClass(StrEnum):
+    FITS_NOW = "fits_now"
+    FITS_AFTER_SCALE_UP = "fits_after_scale_up"
+    FITS_NO_NODE_SHAPE = "fits_no_node_shape"
+    WAITING_FOR_QUEUE = "waiting_for_queue"
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """An autoscaler node group: a template node (labels, taints, allocatable) and its bounds."""
+
+    name: str
+    template: Mapping[str, Any]  # a node dict; metadata.name is replaced per new node
+    max_size: int
+    current_size: int = 0
+
+    def new_nodes(self, limit: int) -> list[NodeUsage]:
+        """Up to ``limit`` empty nodes this group may still add."""
+        count = max(0, min(self.max_size - self.current_size, limit))
+        return [self._node(i) for i in range(count)]
+
+    def _node(self, index: int) -> NodeUsage:
+        meta = dict(self.template.get("metadata") or {})
+        meta["name"] = f"{self.name}-new-{index}"
+        return node_usage({**self.template, "metadata": meta})
+
+
+@dataclass(frozen=True)
+class Risk:
+    risk: RiskClass
+    explanation: str
+    evaluation: Evaluation  # the evaluation that decided the class
+    new_nodes: dict[str, int] | None = None  # node group -> nodes the placement adds
+    certain: bool = True  # False when an "unknown" verdict was involved
+
+
+def assess_risk(
+    pods: Sequence[Mapping[str, Any]],
+    snapshot: Snapshot,
+    *,
+    node_groups: Sequence[NodeGroup] = (),
+    queue_has_room: bool = True,
+    budget_s: float = DEFAULT_BUDGET_S,
+) -> Risk:
+    """Classify one workload; ``pods`` are its pods (bound ones are skipped)."""
+    unbound = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    now = evaluate(unbound, snapshot, basis="limits_or_requests", budget_s=budget_s)
+    if not queue_has_room:
+        text = f"the queue has no room for it yet; on today's nodes: {now.explanation}"
+        return Risk(
+            RiskClass.WAITING_FOR_QUEUE, text, now, certain=now.verdict is not Verdict.UNKNOWN
+        )
+    if now.fits:
+        return Risk(RiskClass.FITS_NOW, now.explanation, now)
+    unknown = now.verdict is Verdict.UNKNOWN
+    for groups in _scale_up_options(node_groups):
+        grown = _with_new_nodes(snapshot, groups, len(unbound))
+        if grown is None:
+            continue
+        scaled = evaluate(unbound, grown, basis="limits_or_requests", budget_s=budget_s)
+        unknown |= scaled.verdict is Verdict.UNKNOWN
+        if scaled.fits:
+            added = _new_nodes_used(scaled, groups)
+            if not added:  # the longer search on the bigger cluster placed it on today's nodes
+                return Risk(RiskClass.FITS_NOW, scaled.explanation, scaled, certain=True)
+            text = f"fits after adding {_describe(added)}; today: {now.explanation}"
+            return Risk(RiskClass.FITS_AFTER_SCALE_UP, text, scaled, added, certain=not unknown)
+    why = "no node group can add a node it fits" if node_groups else "no node groups to grow"
+    text = f"{now.explanation}; {why}"
+    return Risk(RiskClass.FITS_NO_NODE_SHAPE, text, now, certain=not unknown)
+
+
+def _scale_up_options(node_groups: Sequence[NodeGroup]) -> list[list[NodeGroup]]:
+    """Each group alone (the autoscaler's usual choice), then all together."""
+    options = [[g] for g in node_groups]
+    return options + [list(node_groups)] if len(node_groups) > 1 else options
+
+
+def _with_new_nodes(snapshot: Snapshot, groups: list[NodeGroup], pods: int) -> Snapshot | None:
+    # A placement never needs more new nodes per group than there are pods.
+    added = [n for g in groups for n in g.new_nodes(pods)]
+    if not added:
+        return None
+    return Snapshot(snapshot.last_check, [*snapshot.nodes, *added])
+
+
+def _new_nodes_used(evaluation: Evaluation, groups: list[NodeGroup]) -> dict[str, int]:
+    used = set((evaluation.placement or {}).values())
+    counts = {g.name: sum(1 for n in used if n.startswith(f"{g.name}-new-")) for g in groups}
+    return {name: count for name, count in counts.items() if count}
+
+
+def _describe(added: Mapping[str, int]) -> str:
+    return ", ".join(f"{count} node(s) to group {name}" for name, count in added.items())
