@@ -42,7 +42,7 @@ def test_healthz_reports_database_and_broker_reachable(client, broker_on_embedde
 
 @pytest.mark.django_db
 def test_healthz_sees_the_heartbeat_written_by_the_beat_task(client, broker_on_embedded_redis):
-    from dashboard.tasks import heartbeat
+    from dashboard.tasks.health import heartbeat
 
     heartbeat()
 
