@@ -59,6 +59,9 @@ class WatchEvent:
     kind: str
     type: str  # ADDED, MODIFIED, DELETED
     object: dict
+    # The object before a MODIFIED write, so a filtered watch can tell an object that stopped
+    # matching its selector (sent as DELETED, as kube-apiserver does) from one that changed.
+    previous: dict | None = None
 
 
 def object_key(obj: dict) -> tuple[str, str]:
@@ -143,7 +146,7 @@ class Store:
             # Identity fields are the server's, whatever the client sent.
             for field in ("uid", "creationTimestamp"):
                 obj["metadata"][field] = current["metadata"][field]
-            return self._write(kind, key, obj, "MODIFIED")
+            return self._write(kind, key, obj, "MODIFIED", previous=current)
 
     def mutate(self, kind: str, namespace: str, name: str, change: Callable[[dict], None]) -> dict:
         """Read-modify-write under the lock (for the simulation's own controllers)."""
@@ -166,11 +169,19 @@ class Store:
             self._changed.notify_all()
             return copy.deepcopy(obj)
 
-    def _write(self, kind: str, key: tuple[str, str], obj: dict, event_type: str) -> dict:
+    def _write(
+        self,
+        kind: str,
+        key: tuple[str, str],
+        obj: dict,
+        event_type: str,
+        previous: dict | None = None,
+    ) -> dict:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[kind][key] = obj
-        self._log.append(WatchEvent(self._rv, kind, event_type, copy.deepcopy(obj)))
+        # ``previous`` is the replaced stored dict: nothing mutates it any more, so no copy.
+        self._log.append(WatchEvent(self._rv, kind, event_type, copy.deepcopy(obj), previous))
         self._changed.notify_all()
         return copy.deepcopy(obj)
 
@@ -197,12 +208,13 @@ class Store:
         try:
             last = resource_version
             while not (deadline.is_set() or stop.is_set()):
-                events, read_up_to = self.events_since(kind, last)
+                with self._changed:  # re-entrant: events_since takes the same lock
+                    events = self.events_since(kind, last)
+                    read_up_to = self._rv
+                    if not events:
+                        self._changed.wait(timeout=0.5)
                 yield from events
                 last = read_up_to
-                with self._changed:
-                    if self._rv == read_up_to:
-                        self._changed.wait(timeout=0.5)
         finally:
             timer.cancel()
 

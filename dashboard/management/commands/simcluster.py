@@ -1,0 +1,33 @@
+"""``python manage.py simcluster``: run the simulated Kubernetes cluster until Ctrl-C."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scheduler.sim.api.app import SimClusterOptions, serve
+from scheduler.sim.runtime import AUTOSCALERS
+from scheduler.sim.scenario import ScenarioError
+
+
+class Command(BaseCommand):
+    help = "Serve a Kubernetes-compatible simulated cluster on loopback and write a kubeconfig."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+        parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+        parser.add_argument("--kubeconfig", default=".run/kubeconfig")
+        parser.add_argument("--scenario", default="demo", help="demo, empty, openb or a YAML file")
+        parser.add_argument("--speed", type=float, default=1.0, help="simulated seconds per second")
+        parser.add_argument("--webhook-url", default="", help="mutating admission webhook for pods")
+        parser.add_argument("--webhook-failure-policy", choices=["Fail", "Ignore"], default="Fail")
+        parser.add_argument("--webhook-timeout", type=float, default=10.0, help="seconds")
+        parser.add_argument("--autoscaler", choices=AUTOSCALERS, default="none")
+        parser.add_argument("--state", default="", help="load on start, save on shutdown")
+
+    def handle(self, *args, **options) -> None:
+        fields = SimClusterOptions.__dataclass_fields__
+        chosen = {key: value for key, value in options.items() if key in fields}
+        try:
+            serve(SimClusterOptions(**chosen), announce=self.stdout.write)
+        except (ScenarioError, ValueError, OSError) as error:
+            raise CommandError(str(error)) from error

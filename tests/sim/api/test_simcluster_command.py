@@ -1,0 +1,58 @@
+"""``manage.py simcluster`` end to end: serves, writes the kubeconfig, saves state on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.sim.api.helpers import http
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def wait_for(path: Path, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} was not written in {timeout} s"
+        time.sleep(0.1)
+
+
+def test_simcluster_serves_the_demo_scenario_and_saves_state(tmp_path):
+    kubeconfig, state = tmp_path / "kubeconfig", tmp_path / "state.json"
+    command = [
+        sys.executable,
+        "manage.py",
+        "simcluster",
+        "--port",
+        "0",
+        "--scenario",
+        "demo",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--state",
+        str(state),
+        "--speed",
+        "10",
+    ]
+    env = {**os.environ, "DEBUG": "true", "SLUICE_DEV_SECRET": "true"}
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(kubeconfig)
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        assert server.startswith("http://127.0.0.1:")
+        code, nodes = http(server, "GET", "/api/v1/nodes")
+        assert code == 200 and nodes["items"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+    assert "Simulated cluster at" in stdout
+    assert state.exists() and '"nodes"' in state.read_text()
