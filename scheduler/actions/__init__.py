@@ -1,0 +1,1 @@
+"""Actions run in configured order within a session: enqueue, allocate, backfill, …"""

@@ -1,0 +1,82 @@
+"""Small readers over Kubernetes JSON dicts, shared by the api types and the plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+DEFAULT_QUEUE = "default"
+ROOT_QUEUE = "root"
+
+
+class InputError(ValueError):
+    """A Kubernetes object the engine cannot use, naming the object and the field."""
+
+    def __init__(self, obj: str, field: str, problem: str) -> None:
+        self.obj, self.field = obj, field
+        super().__init__(f"{obj}: {field}: {problem}")
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def describe(obj: Mapping[str, Any], kind: str) -> str:
+    m = meta(obj)
+    ns = m.get("namespace")
+    return f"{kind} {ns}/{m.get('name', '?')}" if ns else f"{kind} {m.get('name', '?')}"
+
+
+def require_name(obj: Mapping[str, Any], kind: str) -> str:
+    name = meta(obj).get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(describe(obj, kind), "metadata.name", "required")
+    return name
+
+
+def uid_of(obj: Mapping[str, Any], kind: str) -> str:
+    m = meta(obj)
+    return m.get("uid") or f"{m.get('namespace', '')}/{require_name(obj, kind)}"
+
+
+def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return meta(obj).get("annotations") or {}
+
+
+def scheduling_gates(pod: Mapping[str, Any]) -> list[str]:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    if not isinstance(gates, list):
+        raise InputError(describe(pod, "pod"), "spec.schedulingGates", "expected a list")
+    return [g.get("name", "") if isinstance(g, Mapping) else str(g) for g in gates]
+
+
+def has_queue_allocation_gate_annotation(pod: Mapping[str, Any]) -> bool:
+    """The pod opted in to gate-controlled scheduling (seed 000)."""
+    return annotations(pod).get(QUEUE_ALLOCATION_GATE) == "true"
+
+
+def has_only_volcano_scheduling_gate(pod: Mapping[str, Any]) -> bool:
+    """The pod's only scheduling gate is ours, so removing it makes the pod schedulable."""
+    gates = scheduling_gates(pod)
+    return len(gates) == 1 and gates[0] == QUEUE_ALLOCATION_GATE
+
+
+def pod_condition(pod: Mapping[str, Any], cond_type: str) -> Mapping[str, Any] | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == cond_type:
+            return cond
+    return None
+
+
+def as_int(value: Any, *, obj: str, field: str, default: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InputError(obj, field, f"expected an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(obj, field, f"expected an integer, got {value!r}") from None

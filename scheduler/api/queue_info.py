@@ -1,0 +1,62 @@
+"""QueueInfo: a Volcano Queue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes.utils import parse_quantity as parse_quantity_raw
+
+from scheduler.api.helpers import ROOT_QUEUE, as_int, describe, meta, require_name
+from scheduler.api.quantity import CPU, MEMORY, parse_resource_list
+from scheduler.api.resource import Resource
+
+
+class QueueInfo:
+    def __init__(self, queue: Mapping[str, Any]) -> None:
+        obj = describe(queue, "queue")
+        self.name = require_name(queue, "queue")
+        self.uid = self.name
+        self.queue = queue
+        spec = queue.get("spec") or {}
+        self.weight = as_int(spec.get("weight"), obj=obj, field="spec.weight", default=1)
+        self.priority = as_int(spec.get("priority"), obj=obj, field="spec.priority")
+        self.capability = _capability(spec.get("capability"), obj)
+        self.deserved = Resource(
+            parse_resource_list(spec.get("deserved"), obj=obj, field="spec.deserved")
+        )
+        guarantee = (spec.get("guarantee") or {}).get("resource")
+        self.guarantee = Resource(
+            parse_resource_list(guarantee, obj=obj, field="spec.guarantee.resource")
+        )
+        self.parent = spec.get("parent") or (None if self.name == ROOT_QUEUE else ROOT_QUEUE)
+        self.state = (queue.get("status") or {}).get("state") or "Open"
+        self.reclaimable = spec.get("reclaimable", True) is not False
+        self.creation = meta(queue).get("creationTimestamp") or ""
+
+    @classmethod
+    def implicit(cls, name: str) -> QueueInfo:
+        """A queue referenced by jobs but not (yet) created, e.g. ``default`` or ``root``."""
+        return cls({"metadata": {"name": name}, "spec": {}})
+
+    def is_open(self) -> bool:
+        return self.state == "Open"
+
+    def order_key(self) -> tuple:
+        return (self.creation, self.uid)
+
+
+def _capability(raw: Any, obj: str) -> Resource | None:
+    """``spec.capability``; CPU or memory ≤ 0 means unlimited on that dimension."""
+    if not raw:
+        return None
+    if isinstance(raw, dict):
+        raw = {k: v for k, v in raw.items() if not (k in (CPU, MEMORY) and _non_positive(v))}
+    return Resource(parse_resource_list(raw, obj=obj, field="spec.capability"))
+
+
+def _non_positive(value: Any) -> bool:
+    try:
+        return parse_quantity_raw(value) <= 0
+    except (ValueError, TypeError, ArithmeticError):
+        return False  # let parse_resource_list report it with the field name

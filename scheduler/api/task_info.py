@@ -1,0 +1,148 @@
+"""TaskStatus and TaskInfo: one pod as the scheduler sees it."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api.helpers import (
+    GROUP_NAME_ANNOTATION,
+    annotations,
+    as_int,
+    describe,
+    meta,
+    require_name,
+    scheduling_gates,
+    uid_of,
+)
+from scheduler.api.node_matching import pod_constraints
+from scheduler.api.quantity import PODS, parse_resource_list
+from scheduler.api.resource import Resource, res_max
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+_ALLOCATED = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
+)
+
+
+def allocated_status(status: TaskStatus) -> bool:
+    """Volcano's ``AllocatedStatus``: the task holds node resources."""
+    return status in _ALLOCATED
+
+
+@dataclass
+class TransactionContext:
+    """Where a statement placed the task; saved as ``last_transaction`` when undone (seed 002)."""
+
+    node_name: str = ""
+    nominated_node_name: str = ""
+    status: TaskStatus = TaskStatus.PENDING
+
+    def clone(self) -> TransactionContext:
+        return TransactionContext(self.node_name, self.nominated_node_name, self.status)
+
+
+def pod_status(pod: Mapping[str, Any]) -> TaskStatus:
+    """Volcano's ``getTaskStatus``."""
+    phase = (pod.get("status") or {}).get("phase") or "Pending"
+    deleting = bool(meta(pod).get("deletionTimestamp"))
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if (pod.get("spec") or {}).get("nodeName") else TaskStatus.PENDING
+    return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(
+        phase, TaskStatus.UNKNOWN
+    )
+
+
+def pod_requests(pod: Mapping[str, Any], obj: str) -> tuple[Resource, Resource]:
+    """(Resreq, InitResreq): containers' sum, and that sum maxed with each init container."""
+    spec = pod.get("spec") or {}
+    total = Resource()
+    for i, c in enumerate(spec.get("containers") or []):
+        req = (c.get("resources") or {}).get("requests")
+        field = f"spec.containers[{i}].resources.requests"
+        total.add(Resource(parse_resource_list(req, obj=obj, field=field)))
+    init = total.clone()
+    for i, c in enumerate(spec.get("initContainers") or []):
+        req = (c.get("resources") or {}).get("requests")
+        field = f"spec.initContainers[{i}].resources.requests"
+        init = res_max(init, Resource(parse_resource_list(req, obj=obj, field=field)))
+    overhead = Resource(parse_resource_list(spec.get("overhead"), obj=obj, field="spec.overhead"))
+    return total.add(overhead), init.add(overhead)
+
+
+class TaskInfo:
+    """A pod. Cloned per session; the pod dict itself is shared, as in Volcano."""
+
+    __slots__ = (
+        "uid", "name", "namespace", "job_id", "pod", "status", "resreq", "init_resreq",
+        "node_name", "priority", "creation", "sch_gated", "transaction", "last_transaction",
+        "best_effort", "node_req", "fit_req", "signature",
+    )  # fmt: skip
+
+    def __init__(self, pod: Mapping[str, Any], priority_classes: Mapping[str, int] | None = None):
+        obj = describe(pod, "pod")
+        self.name = require_name(pod, "pod")
+        self.namespace = meta(pod).get("namespace") or "default"
+        self.uid = uid_of(pod, "pod")
+        self.pod = pod
+        group = annotations(pod).get(GROUP_NAME_ANNOTATION)
+        self.job_id = f"{self.namespace}/{group}" if group else f"{self.namespace}/pod:{self.uid}"
+        self.status = pod_status(pod)
+        self.resreq, self.init_resreq = pod_requests(pod, obj)
+        self.best_effort = self.init_resreq.is_empty()
+        # What the task takes from a node: its request plus one pod slot.
+        self.node_req = self.resreq.clone().add(Resource({PODS: 1}))
+        self.fit_req = self.init_resreq.clone().add(Resource({PODS: 1}))
+        spec = pod.get("spec") or {}
+        self.node_name = spec.get("nodeName") or ""
+        self.priority = _pod_priority(spec, priority_classes or {}, obj)
+        self.creation = meta(pod).get("creationTimestamp") or ""
+        self.sch_gated = bool(scheduling_gates(pod))
+        self.transaction = TransactionContext(self.node_name, "", self.status)
+        self.last_transaction: TransactionContext | None = None
+        # Hashable node constraints: pods that share it share one predicate mask per session.
+        self.signature = pod_constraints(pod, obj=obj)
+
+    def clone(self) -> TaskInfo:
+        t = TaskInfo.__new__(TaskInfo)
+        for slot in TaskInfo.__slots__:
+            setattr(t, slot, getattr(self, slot))
+        t.transaction = self.transaction.clone()
+        return t
+
+    @property
+    def nominated_node_name(self) -> str:
+        return (self.pod.get("status") or {}).get("nominatedNodeName") or ""
+
+    def order_key(self) -> tuple:
+        """Priority first (higher first), then creation time, then UID — deterministic."""
+        return (-self.priority, self.creation, self.uid)
+
+    def __repr__(self) -> str:
+        return f"Task({self.namespace}/{self.name} {self.status.value} {self.node_name})"
+
+
+def _pod_priority(spec: Mapping[str, Any], classes: Mapping[str, int], obj: str) -> int:
+    if spec.get("priority") is not None:
+        return as_int(spec["priority"], obj=obj, field="spec.priority")
+    # An unknown class would have been rejected at admission; treat it as the default.
+    return classes.get(spec.get("priorityClassName") or "", 0)

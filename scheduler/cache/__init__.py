@@ -1,0 +1,6 @@
+"""Long-lived scheduler cache fed by watch events, and the ClusterClient it writes through."""
+
+from scheduler.cache.cache import SchedulerCache, Snapshot
+from scheduler.cache.client import ClusterClient, RecordingClusterClient
+
+__all__ = ["ClusterClient", "RecordingClusterClient", "SchedulerCache", "Snapshot"]

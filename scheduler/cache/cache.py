@@ -1,0 +1,236 @@
+"""SchedulerCache: the cluster as the scheduler knows it, kept current by watch events."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.helpers import (
+    DEFAULT_QUEUE,
+    GROUP_NAME_ANNOTATION,
+    ROOT_QUEUE,
+    annotations,
+    describe,
+    has_only_volcano_scheduling_gate,
+    has_queue_allocation_gate_annotation,
+    meta,
+    uid_of,
+)
+from scheduler.api.job_info import JobInfo
+from scheduler.api.node_info import NodeInfo
+from scheduler.api.queue_info import QueueInfo
+from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.cache.client import ClusterClient
+from scheduler.plugins.queue_tree import QueueCycleError, queue_problem
+
+Obj = Mapping[str, Any]
+_GONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+@dataclass
+class Snapshot:
+    jobs: dict[str, JobInfo]
+    nodes: dict[str, NodeInfo]  # sorted by name, so node order is deterministic
+    queues: dict[str, QueueInfo]
+    skipped: dict[str, str] = field(default_factory=dict)  # job uid -> why it is not scheduled
+    skipped_jobs: dict[str, JobInfo] = field(default_factory=dict)
+
+
+class SchedulerCache:
+    def __init__(
+        self, scheduler_name: str = "volcano", priority_classes: Mapping[str, int] | None = None
+    ):
+        self.scheduler_name = scheduler_name
+        self.priority_classes = dict(priority_classes or {})
+        self._lock = threading.RLock()
+        self._tasks: dict[str, TaskInfo] = {}
+        self._jobs: dict[str, JobInfo] = {}
+        self._nodes: dict[str, NodeInfo] = {}
+        self._queues: dict[str, QueueInfo] = {}
+        self._ungated: set[str] = set()  # pods whose gate we removed, until the watch says so
+
+    # --- pods ------------------------------------------------------------------------------
+
+    def add_pod(self, pod: Obj) -> None:
+        with self._lock:
+            task = TaskInfo(pod, self.priority_classes)
+            self._delete_task(task.uid)
+            self._tasks[task.uid] = task
+            if task.node_name and task.status not in _GONE and task.node_name in self._nodes:
+                self._nodes[task.node_name].add_task(task)
+            if self._is_ours(pod):
+                self._job_for(task).add_task(task)
+            if not task.sch_gated:
+                self._ungated.discard(task.uid)
+
+    update_pod = add_pod
+
+    def delete_pod(self, pod: Obj) -> None:
+        with self._lock:
+            self._delete_task(uid_of(pod, "pod"))
+
+    def _is_ours(self, pod: Obj) -> bool:
+        return (pod.get("spec") or {}).get(
+            "schedulerName", "default-scheduler"
+        ) == self.scheduler_name
+
+    def _job_for(self, task: TaskInfo) -> JobInfo:
+        job = self._jobs.get(task.job_id)
+        if job is None:
+            if GROUP_NAME_ANNOTATION in annotations(task.pod):
+                job = JobInfo(task.job_id, task.namespace, task.job_id.split("/", 1)[1])
+            else:
+                job = JobInfo.synthetic(task)
+            self._jobs[task.job_id] = job
+        return job
+
+    def _delete_task(self, uid: str) -> None:
+        task = self._tasks.pop(uid, None)
+        if task is None:
+            return
+        node = self._nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        job = self._jobs.get(task.job_id)
+        if job is not None:
+            job.delete_task(task)
+            if not job.tasks and job.podgroup is None:
+                del self._jobs[job.uid]
+
+    # --- nodes -----------------------------------------------------------------------------
+
+    def add_node(self, node: Obj) -> None:
+        with self._lock:
+            info = NodeInfo(node)
+            for task in self._tasks.values():
+                if task.node_name == info.name and task.status not in _GONE:
+                    info.add_task(task)
+            self._nodes[info.name] = info
+
+    update_node = add_node
+
+    def delete_node(self, node: Obj) -> None:
+        with self._lock:
+            self._nodes.pop(meta(node).get("name"), None)
+
+    # --- queues and podgroups --------------------------------------------------------------
+
+    def add_queue(self, queue: Obj) -> None:
+        """Raises QueueCycleError (a ValueError) if ``spec.parent`` would close a cycle."""
+        with self._lock:
+            info = QueueInfo(queue)
+            proposed = {**self._queues, info.name: info}
+            proposed.setdefault(ROOT_QUEUE, QueueInfo.implicit(ROOT_QUEUE))
+            problem = queue_problem(info.name, proposed)
+            if problem is not None and "cycle" in problem:
+                raise QueueCycleError(problem)
+            self._queues[info.name] = info
+
+    update_queue = add_queue
+
+    def delete_queue(self, queue: Obj) -> None:
+        with self._lock:
+            self._queues.pop(meta(queue).get("name"), None)
+
+    def add_podgroup(self, podgroup: Obj) -> None:
+        with self._lock:
+            fresh = JobInfo.from_podgroup(podgroup, self.priority_classes)
+            job = self._jobs.setdefault(fresh.uid, fresh)
+            if job is not fresh:
+                job.set_podgroup(podgroup, self.priority_classes, describe(podgroup, "podgroup"))
+
+    update_podgroup = add_podgroup
+
+    def delete_podgroup(self, podgroup: Obj) -> None:
+        with self._lock:
+            ns = meta(podgroup).get("namespace") or "default"
+            job = self._jobs.get(f"{ns}/{meta(podgroup).get('name')}")
+            if job is not None:
+                job.podgroup = None
+                if not job.tasks:
+                    del self._jobs[job.uid]
+
+    # --- snapshot --------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Clone jobs, tasks and nodes; the pod dicts are shared, as in Volcano."""
+        with self._lock:
+            queues = dict(self._queues)
+            for name in (ROOT_QUEUE, DEFAULT_QUEUE):
+                queues.setdefault(name, QueueInfo.implicit(name))
+            snap = Snapshot({}, {}, queues)
+            for name in sorted(self._nodes):
+                snap.nodes[name] = self._nodes[name].clone()
+            for uid in sorted(self._jobs):
+                self._snapshot_job(self._jobs[uid], snap)
+            return snap
+
+    def _snapshot_job(self, job: JobInfo, snap: Snapshot) -> None:
+        reason = None
+        if job.podgroup is None and not job.is_synthetic:
+            reason = f"podgroup {job.uid} does not exist"
+        elif job.queue not in snap.queues:
+            reason = f"queue {job.queue} does not exist"
+        if reason is not None:
+            snap.skipped[job.uid] = reason
+            snap.skipped_jobs[job.uid] = job.clone()
+            return
+        clone = job.clone()
+        for task in clone.tasks.values():
+            if task.uid in self._ungated:
+                task.sch_gated = False  # our gate removal is on its way (seed 000)
+            node = snap.nodes.get(task.node_name)
+            if node is not None and task.uid in node.tasks:
+                node.tasks[task.uid] = task
+        snap.jobs[clone.uid] = clone
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def note_gate_removed(self, task: TaskInfo) -> None:
+        with self._lock:
+            self._ungated.add(task.uid)
+
+    def bind(self, task: TaskInfo, node_name: str, client: ClusterClient) -> None:
+        """Remove our gate if still present (the synchronous safety net), then bind."""
+        pod = task.pod
+        ours_only = has_queue_allocation_gate_annotation(pod) and has_only_volcano_scheduling_gate(
+            pod
+        )
+        if ours_only and task.uid not in self._ungated:
+            client.remove_scheduling_gate(pod)
+        client.bind(pod, node_name)
+        with self._lock:
+            self._mark_bound(task.uid, node_name)
+
+    def _mark_bound(self, uid: str, node_name: str) -> None:
+        cached = self._tasks.get(uid)
+        if cached is None:
+            return
+        job = self._jobs.get(cached.job_id)
+        replacement = cached.clone()
+        self._delete_task(uid)
+        replacement.status, replacement.node_name = TaskStatus.BINDING, node_name
+        replacement.sch_gated = False
+        self._tasks[uid] = replacement
+        if node_name in self._nodes:
+            self._nodes[node_name].add_task(replacement)
+        if job is not None:
+            self._jobs[job.uid] = job
+            job.add_task(replacement)
+
+    def evict(self, task: TaskInfo, reason: str, client: ClusterClient) -> None:
+        client.evict(task.pod, reason)
+        with self._lock:
+            cached = self._tasks.get(task.uid)
+            node = self._nodes.get(cached.node_name) if cached is not None else None
+            if node is None:
+                return
+            node.remove_task(cached)
+            job = self._jobs.get(cached.job_id)
+            if job is not None:
+                job.update_task_status(cached, TaskStatus.RELEASING)
+            else:
+                cached.status = TaskStatus.RELEASING
+            node.add_task(cached)

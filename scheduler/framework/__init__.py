@@ -1,0 +1,1 @@
+"""Session, Statement, plugin tiers and the writer that applies a cycle's decisions."""

@@ -1,0 +1,123 @@
+"""After the actions: PodGroup phases and conditions (gang's OnSessionClose and Volcano's job
+updater) and pod conditions (Volcano's RecordJobStatusEvent), written through the Writer."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+
+from scheduler.api.helpers import scheduling_gates
+from scheduler.api.job_info import PG_INQUEUE, PG_PENDING, PG_RUNNING, PG_UNKNOWN, JobInfo
+from scheduler.api.task_info import TaskStatus, allocated_status
+
+UNSCHEDULABLE, SCHEDULED = "Unschedulable", "Scheduled"
+NOT_ENOUGH_RESOURCES, SCHEDULING_GATED = "NotEnoughResources", "SchedulingGated"
+GANG_READY = "tasks in gang are ready to be scheduled"
+_WAITING = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+
+
+def record_job_status(ssn) -> None:
+    stamp = datetime.fromtimestamp(ssn.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for job in ssn.jobs.values():
+        condition = _gang_condition(ssn, job, stamp)
+        _update_podgroup(ssn, job, condition)
+        _record_tasks(ssn, job, condition["message"])
+    for job, reason, message in ssn.invalid_jobs.values():
+        condition = _condition(UNSCHEDULABLE, reason, message, stamp)
+        _update_podgroup(ssn, job, condition)
+        for task in job.pending_tasks():
+            ssn.wait(task, message)
+        _record_tasks(ssn, job, message)
+
+
+def _condition(kind: str, reason: str, message: str, stamp: str) -> dict:
+    return {"type": kind, "status": "True", "reason": reason, "message": message,
+            "lastTransitionTime": stamp}  # fmt: skip
+
+
+def _gang_condition(ssn, job: JobInfo, stamp: str) -> dict:
+    if ssn.job_ready(job):
+        return _condition(SCHEDULED, GANG_READY, "", stamp)
+    unready = max(job.min_available - job.ready_task_num(), 0)
+    gated = [t for t in job.pending_tasks() if t.sch_gated]
+    if gated and not job.nodes_fit_errors and not job.job_fit_error:
+        gates = sorted({g for t in gated for g in scheduling_gates(t.pod)})
+        message = (
+            f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {len(gated)} task(s) "
+            f"waiting for scheduling gates to be removed: {', '.join(gates)}"
+        )
+        return _condition(UNSCHEDULABLE, SCHEDULING_GATED, message, stamp)
+    message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"
+    return _condition(UNSCHEDULABLE, NOT_ENOUGH_RESOURCES, message, stamp)
+
+
+def fit_error(job: JobInfo) -> str:
+    """Volcano's JobInfo.FitError: task counts by status, then the tasks' reasons."""
+    counts = [f"{len(ts)} {status.value}" for status, ts in job.index.items() if ts]
+    counts.append(f"{job.min_available} minAvailable")
+    head = f"pod group is not ready, {', '.join(sorted(counts))}"
+    reasons = Counter(job.nodes_fit_errors.values())
+    detail = "; ".join(f"{n} task(s): {msg}" for msg, n in sorted(reasons.items()))
+    if job.job_fit_error:  # the enqueue refusal comes first: it is why nothing was tried
+        detail = f"{job.job_fit_error}; {detail}" if detail else job.job_fit_error
+    return f"{head}; {detail}" if detail else head
+
+
+def _phase(job: JobInfo, unschedulable: bool) -> str:
+    if job.count(TaskStatus.RUNNING) and unschedulable:
+        return PG_UNKNOWN
+    allocated = sum(
+        len(ts) for s, ts in job.index.items() if allocated_status(s) or s == TaskStatus.SUCCEEDED
+    )
+    if allocated >= job.min_available:
+        return PG_RUNNING
+    return job.phase if job.phase == PG_INQUEUE else PG_PENDING
+
+
+def _update_podgroup(ssn, job: JobInfo, condition: dict) -> None:
+    phase = _phase(job, condition["type"] == UNSCHEDULABLE)
+    job.phase = phase
+    if job.podgroup is None:
+        return
+    old = job.podgroup.get("status") or {}
+    conditions = [c for c in old.get("conditions") or [] if c.get("type") != condition["type"]]
+    same = any(
+        all(c.get(k) == condition[k] for k in ("type", "status", "reason", "message"))
+        for c in old.get("conditions") or []
+    )
+    status = {
+        "phase": phase,
+        "conditions": conditions if same else [*conditions, condition],
+        "running": job.count(TaskStatus.RUNNING),
+        "succeeded": job.count(TaskStatus.SUCCEEDED),
+        "failed": job.count(TaskStatus.FAILED),
+    }
+    if same:
+        status["conditions"] = old.get("conditions") or []
+    if same and old.get("phase") == phase:
+        return  # nothing changed: no write, no event (Volcano compares before updating)
+    ssn.writer.podgroup_status(job.podgroup, status)
+    if condition["reason"] == NOT_ENOUGH_RESOURCES and phase in (PG_PENDING, PG_INQUEUE):
+        pending = job.count(TaskStatus.PENDING)
+        message = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"
+        ssn.writer.event(job.podgroup, "Warning", UNSCHEDULABLE, message)
+    elif condition["type"] == SCHEDULED:
+        ssn.writer.event(job.podgroup, "Normal", SCHEDULED, "pod group is ready")
+
+
+def _record_tasks(ssn, job: JobInfo, job_message: str) -> None:
+    """Ungated waiting tasks get PodScheduled=False/Unschedulable; gated ones keep theirs."""
+    for status in _WAITING:
+        for task in sorted(job.index.get(status, {}).values(), key=lambda t: (t.creation, t.uid)):
+            if task.sch_gated:
+                continue  # keep Kubernetes' SchedulingGated condition (seed 003)
+            if status == TaskStatus.ALLOCATED and task.uid not in ssn.waiting:
+                continue  # allocated and committed: it is binding
+            message = ssn.waiting.get(task.uid) or job_message
+            if status == TaskStatus.PIPELINED:
+                node = task.transaction.nominated_node_name
+                message = f"Pod {task.namespace}/{task.name} can possibly be assigned to {node}, once resource is released"
+            ssn.waiting[task.uid] = message
+            condition = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE,
+                         "message": message}  # fmt: skip
+            ssn.writer.pod_condition(task, condition)

@@ -1,0 +1,87 @@
+"""Writer: every change a cycle makes to the cluster passes here, and is recorded.
+
+In *observe* mode (``act=False``) nothing reaches the ClusterClient, but the transitions are
+still recorded, so the report shows what the scheduler would have done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scheduler.api.helpers import pod_condition
+from scheduler.api.task_info import TaskInfo
+from scheduler.cache.cache import SchedulerCache
+from scheduler.cache.client import ClusterClient
+
+
+@dataclass
+class Transition:
+    namespace: str
+    name: str
+    uid: str
+    from_status: str
+    to_status: str
+    node: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Writer:
+    def __init__(self, cache: SchedulerCache, client: ClusterClient | None, act: bool = True):
+        self.cache, self.client = cache, client
+        self.act = act and client is not None
+        self.transitions: list[Transition] = []
+        self.errors: list[str] = []
+
+    def _record(self, task: TaskInfo, old: str, new: str, node: str, reason: str) -> None:
+        self.transitions.append(
+            Transition(task.namespace, task.name, task.uid, old, new, node, reason)
+        )
+
+    def bind(self, task: TaskInfo, node_name: str) -> None:
+        if self.act:
+            try:
+                self.cache.bind(task, node_name, self.client)
+            except Exception as exc:  # one failed bind must not stop the others
+                self.errors.append(f"bind {task.namespace}/{task.name} to {node_name}: {exc}")
+                self._record(task, "Pending", "Pending", node_name, f"bind failed: {exc}")
+                return
+        self._record(task, "Pending", "Binding", node_name, "allocated")
+
+    def nominate(self, task: TaskInfo, node_name: str) -> None:
+        self._record(
+            task, "Pending", "Pipelined", node_name, "waiting for resources to be released"
+        )
+        if self.act and task.nominated_node_name != node_name:
+            self.client.patch_nominated_node(task.pod, node_name)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        if self.act:
+            self.cache.evict(task, reason, self.client)
+        self._record(task, task.status.value, "Releasing", task.node_name, reason)
+
+    def remove_gate(self, task: TaskInfo) -> None:
+        reason = "queue has capacity: queue-allocation gate removed"
+        self._record(task, "Gated", "Pending", "", reason)
+        if self.act:
+            self.client.remove_scheduling_gate(task.pod)
+            self.cache.note_gate_removed(task)
+
+    def pod_condition(self, task: TaskInfo, condition: dict[str, str]) -> None:
+        """Patch ``PodScheduled`` only when it changes, as Volcano's podConditionHaveUpdate."""
+        current = pod_condition(task.pod, condition["type"]) or {}
+        same = all(current.get(k) == condition[k] for k in ("status", "reason", "message"))
+        if self.act and not same:
+            self.client.patch_pod_condition(task.pod, condition)
+
+    def podgroup_status(self, podgroup: Mapping[str, Any], status: dict[str, Any]) -> None:
+        if self.act:
+            self.client.patch_podgroup_status(podgroup, status)
+
+    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self.act:
+            self.client.record_event(obj, event_type, reason, message)

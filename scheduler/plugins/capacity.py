@@ -1,0 +1,183 @@
+"""capacity: Volcano's capacity plugin — per-queue capability, guarantee and deserved,
+hierarchical, with gate reservations (seed 000) and gated-resource deduction (seed 003)."""
+
+from __future__ import annotations
+
+from scheduler.api.helpers import ROOT_QUEUE, has_queue_allocation_gate_annotation
+from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
+from scheduler.api.resource import Resource, exceeded_part, res_max, share
+from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.plugins import Plugin
+from scheduler.plugins.queue_tree import QueueAttr, build_tree
+
+
+class CapacityPlugin(Plugin):
+    name = "capacity"
+
+    def on_session_open(self, ssn) -> None:
+        self.ssn = ssn
+        self.attrs, self.problems = build_tree(ssn.queues)
+        self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
+        self._account_jobs(ssn)
+        self._compute_capabilities(ssn)
+        ssn.queue_attrs = self.attrs
+        ssn.queue_reserved = self.reserved
+        ssn.queue_order_fns.append(lambda q: (-q.priority, self._share(q.name)))
+        ssn.job_enqueueable_fns.append(self.job_enqueueable)
+        ssn.job_enqueued_fns.append(self.job_enqueued)
+        ssn.allocatable_fns.append(self.allocatable)
+        ssn.allocate_handlers.append(lambda task: self._on_change(task, +1))
+        ssn.deallocate_handlers.append(lambda task: self._on_change(task, -1))
+        ssn.cleanup_reservations_fns.append(self.cleanup_reservations)
+        ssn.close_fns.append(self._refresh_inqueue)
+
+    def _share(self, name: str) -> float:
+        attr = self.attrs.get(name)
+        return attr.share if attr is not None else 0.0
+
+    # --- figures ---------------------------------------------------------------------------
+
+    def _account_jobs(self, ssn) -> None:
+        for job in ssn.jobs.values():
+            chain = self.attrs[job.queue].chain if job.queue in self.attrs else []
+            inqueue, elastic = self._job_inqueue(job), _elastic(job)
+            for attr in chain:
+                attr.allocated.add(job.allocated)
+                attr.inqueue.add(inqueue)
+                attr.elastic.add(elastic)
+            for task in job.index.get(TaskStatus.PENDING, {}).values():
+                # Passed the capacity check earlier, gate removed, still pending: a reservation.
+                if not task.sch_gated and has_queue_allocation_gate_annotation(task.pod):
+                    self.reserved.setdefault(job.queue, {})[task.uid] = task
+
+    def _refresh_inqueue(self, ssn) -> None:
+        """Recompute inqueue for the report: within a cycle an admitted job's minResources and
+        its new allocations both count (as in Volcano); at the end only the unmet part does."""
+        for attr in self.attrs.values():
+            attr.inqueue = Resource()
+        for job in ssn.jobs.values():
+            if job.queue in self.attrs:
+                inqueue = self._job_inqueue(job)
+                for attr in self.attrs[job.queue].chain:
+                    attr.inqueue.add(inqueue)
+
+    def _job_inqueue(self, job: JobInfo) -> Resource:
+        if job.min_resources is None:
+            return Resource()
+        running_ready = job.phase == PG_RUNNING and job.ready_task_num() >= job.min_available
+        if job.phase != PG_INQUEUE and not running_ready:
+            return Resource()
+        wanted = exceeded_part(job.min_resources, job.allocated)
+        return job.deduct_sch_gated_resources(wanted)
+
+    def _compute_capabilities(self, ssn) -> None:
+        total = Resource()
+        for node in ssn.nodes.values():
+            total.add(node.allocatable)
+        for attr in self.attrs.values():  # parents before children
+            if attr.parent is None:
+                base, guarantees = total, Resource()
+            else:
+                parent = self.attrs[attr.parent]
+                base, guarantees = parent.real_capability, parent.children_guarantee
+            real = exceeded_part(base, guarantees).add(attr.guarantee)
+            attr.real_capability = _cap(real, attr.capability)
+            deserved = _cap(attr.deserved, attr.real_capability)
+            attr.deserved = res_max(deserved, attr.guarantee)
+            attr.share = share(attr.allocated, attr.deserved)
+
+    # --- checks ----------------------------------------------------------------------------
+
+    def job_enqueueable(self, job: JobInfo) -> str | None:
+        attr = self.attrs.get(job.queue)
+        if job.queue in self.problems:
+            return self.problems[job.queue]
+        if attr is None or not attr.is_leaf:
+            return f"queue {job.queue} is not a leaf queue"
+        if not attr.open:
+            return f"queue {job.queue} is not open"
+        min_req = job.min_resources
+        if min_req is None or min_req.is_empty():
+            return None
+        for level in attr.chain:
+            future = min_req.clone().add(level.allocated).add(level.inqueue).sub(level.elastic)
+            short = future.insufficient(level.real_capability, min_req.names())
+            if short:
+                where = "" if level is attr else f" (parent queue {level.name})"
+                return f"queue resource quota insufficient: insufficient {', '.join(short)}{where}"
+        return None
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        if job.min_resources is None or job.queue not in self.attrs:
+            return
+        added = job.deduct_sch_gated_resources(job.min_resources)
+        for level in self.attrs[job.queue].chain:
+            level.inqueue.add(added)
+
+    def allocatable(self, queue, task: TaskInfo) -> str | None:
+        attr = self.attrs.get(queue.name)
+        if queue.name in self.problems:
+            return self.problems[queue.name]
+        if attr is None or not attr.is_leaf:
+            return f"queue {queue.name} is not a leaf queue"
+        if not attr.open:
+            return f"queue {queue.name} is not open"
+        reserved = Resource()
+        for other in self.reserved.get(queue.name, {}).values():
+            if other.uid != task.uid:
+                reserved.add(other.resreq)
+        for level in attr.chain:
+            future = level.allocated.clone().add(reserved).add(task.resreq)
+            short = future.insufficient(level.real_capability, task.resreq.names())
+            if short:
+                return _limit_message(level, short, reserved, task)
+        if has_queue_allocation_gate_annotation(task.pod):
+            self.reserved.setdefault(queue.name, {})[task.uid] = task
+        return None
+
+    def cleanup_reservations(self, statement) -> None:
+        for op in statement.operations:
+            if op.name == "allocate":
+                for tasks in self.reserved.values():
+                    tasks.pop(op.task.uid, None)
+
+    def _on_change(self, task: TaskInfo, sign: int) -> None:
+        # Pipelined tasks count too, as Volcano's Pipeline fires the allocate event.
+        job = self.ssn.jobs.get(task.job_id)
+        if job is None or job.queue not in self.attrs:
+            return
+        for level in self.attrs[job.queue].chain:
+            if sign > 0:
+                level.allocated.add(task.resreq)
+            else:
+                level.allocated.sub(task.resreq)
+            level.share = share(level.allocated, level.deserved)
+
+
+def _elastic(job: JobInfo) -> Resource:
+    if job.min_resources is None:
+        return Resource()
+    return exceeded_part(job.allocated, job.min_resources)
+
+
+def _cap(value: Resource, capability: Resource | None) -> Resource:
+    if capability is None:
+        return value.clone()
+    return Resource(
+        {
+            k: min(v, capability.get(k)) if k in capability.values else v
+            for k, v in value.values.items()
+        }
+    )
+
+
+def _limit_message(level: QueueAttr, short: list[str], reserved: Resource, task: TaskInfo) -> str:
+    dims = ", ".join(short)
+    return (
+        f"queue {level.name} capability exceeded: insufficient {dims} "
+        f"(allocated {level.allocated.describe()}; reserved {reserved.describe()}; "
+        f"request {task.resreq.describe()}; capability {level.real_capability.describe()})"
+    )
+
+
+__all__ = ["ROOT_QUEUE", "CapacityPlugin"]

@@ -1,0 +1,44 @@
+"""gang: a job runs only when minMember of its tasks can run together."""
+
+from __future__ import annotations
+
+from scheduler.api.job_info import JobInfo
+from scheduler.api.task_info import TaskStatus
+from scheduler.plugins import Plugin
+
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+
+
+class GangPlugin(Plugin):
+    name = "gang"
+
+    def on_session_open(self, ssn) -> None:
+        ssn.job_valid_fns.append(_job_valid)
+        # Jobs that are not ready yet go first, as in Volcano's gang job order.
+        ssn.job_order_fns.append(lambda job: int(_ready(job)))
+        ssn.job_ready_fns.append(_ready)
+        ssn.job_pipelined_fns.append(
+            lambda job: job.ready_task_num() + job.pipelined_num() >= job.min_available
+        )
+
+
+def _ready(job: JobInfo) -> bool:
+    return job.ready_task_num() >= job.min_available
+
+
+def _job_valid(job: JobInfo) -> tuple[str, str] | None:
+    valid = job.valid_task_num()
+    if valid >= job.min_available:
+        return None
+    message = (
+        f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
+    )
+    return NOT_ENOUGH_TASKS, message
+
+
+def unready_count(job: JobInfo) -> int:
+    return max(job.min_available - job.ready_task_num(), 0)
+
+
+def gated_pending(job: JobInfo) -> int:
+    return sum(1 for t in job.index.get(TaskStatus.PENDING, {}).values() if t.sch_gated)

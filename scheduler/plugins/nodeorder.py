@@ -1,0 +1,53 @@
+"""nodeorder (least-allocated) and binpack: vectorised node scores, higher is better."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.api.quantity import CPU, MEMORY
+from scheduler.plugins import Plugin
+
+
+class NodeOrderPlugin(Plugin):
+    """kube-scheduler's LeastAllocated over CPU and memory, scaled 0–100, times the weight."""
+
+    name = "nodeorder"
+
+    def on_session_open(self, ssn) -> None:
+        weight = self.argument("leastrequested.weight", 1)
+        if not weight:
+            return
+        matrix = ssn.matrix
+        cpu, mem = matrix.dim_index[CPU], matrix.dim_index[MEMORY]
+        # Per-column 1-D arrays: cheaper than 2-D fancy indexing on every call.
+        scale = 50.0 * weight  # 100 * weight / 2 resources
+        inv_cpu = np.where(matrix.allocatable[:, cpu] > 0, 1 / matrix.safe_allocatable[:, cpu], 0)
+        inv_mem = np.where(matrix.allocatable[:, mem] > 0, 1 / matrix.safe_allocatable[:, mem], 0)
+
+        def score(task, vec: np.ndarray) -> np.ndarray:
+            free_cpu = np.clip((matrix.idle[:, cpu] - vec[cpu]) * inv_cpu, 0, 1)
+            free_mem = np.clip((matrix.idle[:, mem] - vec[mem]) * inv_mem, 0, 1)
+            return (free_cpu + free_mem) * scale
+
+        ssn.node_score_fns.append(score)
+
+
+class BinpackPlugin(Plugin):
+    """Volcano's binpack: prefer nodes already full, per-resource weights."""
+
+    name = "binpack"
+
+    def on_session_open(self, ssn) -> None:
+        weight = self.argument("binpack.weight", 1)
+        matrix = ssn.matrix
+        cols = [matrix.dim_index[CPU], matrix.dim_index[MEMORY]]
+        weights = np.array([self.argument("binpack.cpu", 1), self.argument("binpack.memory", 1)])
+        alloc = matrix.safe_allocatable[:, cols]
+        total = weights.sum() or 1
+
+        def score(task, vec: np.ndarray) -> np.ndarray:
+            used = matrix.allocatable[:, cols] - matrix.idle[:, cols] + vec[cols]
+            ratio = np.clip(used / alloc, 0, 1)
+            return (ratio * weights).sum(axis=1) / total * (100 * weight)
+
+        ssn.node_score_fns.append(score)
