@@ -128,6 +128,12 @@ CELERY_TASK_ROUTES = {
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 SLUICE_CYCLE_PERIOD = env_float("SLUICE_CYCLE_PERIOD", 1.0)
 CELERY_BEAT_SCHEDULE = {
+    "run-cycle": {
+        "task": "dashboard.tasks.run_cycle",
+        "schedule": SLUICE_CYCLE_PERIOD,
+        # A cycle message older than one period is stale: drop it rather than pile up.
+        "options": {"queue": "scheduler", "expires": SLUICE_CYCLE_PERIOD},
+    },
     "heartbeat": {
         "task": "dashboard.tasks.heartbeat",
         "schedule": 10.0,
@@ -138,6 +144,10 @@ CELERY_BEAT_SCHEDULE = {
 # -- Scheduler and cluster --------------------------------------------------------------------
 SLUICE_KUBECONFIG = os.environ.get("SLUICE_KUBECONFIG", str(RUN_DIR / "kubeconfig"))
 SLUICE_KUBE_TIMEOUT = env_float("SLUICE_KUBE_TIMEOUT", 5.0)
+SLUICE_MODE = os.environ.get("SLUICE_MODE", "observe")
+if SLUICE_MODE not in {"act", "observe"}:
+    raise ImproperlyConfigured(f"SLUICE_MODE={SLUICE_MODE!r}: expected act or observe")
+SLUICE_CYCLE_LOCK_TTL = env_float("SLUICE_CYCLE_LOCK_TTL", 60.0)
 SLUICE_SCHEDULER_NAMES = [
     n.strip() for n in os.environ.get("SLUICE_SCHEDULER_NAMES", "volcano").split(",") if n.strip()
 ]

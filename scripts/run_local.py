@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROCESSES = ["web", "scheduler", "gates", "beat"]
+PROCESSES = ["web", "scheduler", "gates", "beat", "sim"]
 
 
 def free_port() -> int:
@@ -28,6 +28,10 @@ def local_environment() -> tuple[dict[str, str], list[str]]:
     env.setdefault("DEBUG", "true")
     env.setdefault("SLUICE_WEB_PORT", "8000")
     env.setdefault("SLUICE_RUN_DIR", str(ROOT / ".run"))
+    env.setdefault("SLUICE_KUBECONFIG", str(Path(env["SLUICE_RUN_DIR"]) / "kubeconfig"))
+    env.setdefault("SLUICE_SCENARIO", "demo")
+    # The simulated cluster is ours to schedule; a real cluster defaults to observe.
+    env.setdefault("SLUICE_MODE", "act")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
     processes = list(PROCESSES)
@@ -45,6 +49,9 @@ def local_environment() -> tuple[dict[str, str], list[str]]:
 def main() -> int:
     env, processes = local_environment()
     Path(env["SLUICE_RUN_DIR"]).mkdir(parents=True, exist_ok=True)
+    if "SLUICE_KUBECONFIG" not in os.environ:
+        # Our simulated cluster's kubeconfig from an earlier run names a dead port.
+        Path(env["SLUICE_KUBECONFIG"]).unlink(missing_ok=True)
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "ensure_admin"], env=env, check=True, cwd=ROOT)
     url = f"http://127.0.0.1:{env['SLUICE_WEB_PORT']}/"

@@ -1,5 +1,6 @@
 """Celery tasks, one module per concern; importing this package registers them all."""
 
 from dashboard.tasks.health import heartbeat
+from dashboard.tasks.scheduling import run_cycle
 
-__all__ = ["heartbeat"]
+__all__ = ["heartbeat", "run_cycle"]

@@ -16,9 +16,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scheduler.api.helpers import QUEUE_ALLOCATION_GATE, has_queue_allocation_gate_annotation
+
 log = logging.getLogger(__name__)
 
-QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 # kube-apiserver defaults an empty schedulerName to this one.
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -73,7 +74,7 @@ def pod_mutation(
     annotations = meta.get("annotations") or {}
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in scheduler_names:
         return None
-    annotated = annotations.get(QUEUE_ALLOCATION_GATE) == "true"
+    annotated = has_queue_allocation_gate_annotation(pod)
     if not (annotated or namespace_opted_in):
         return None
     if spec.get("nodeName"):
@@ -166,9 +167,8 @@ def _namespace_label_applies(
 ) -> bool:
     """Ask about the namespace only for pods of ours without the annotation (saves a lookup)."""
     spec = pod.get("spec") or {}
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in scheduler_names:
         return False
-    if annotations.get(QUEUE_ALLOCATION_GATE) == "true":
+    if has_queue_allocation_gate_annotation(pod):
         return False
     return bool(namespace) and namespace_opted_in(namespace)

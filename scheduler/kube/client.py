@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
 from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -51,6 +52,20 @@ def _raise(exc: ApiException, obj: str) -> None:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def gate_removal_patch(pod: dict, gate: str = QUEUE_ALLOCATION_GATE) -> list[dict] | None:
+    """The JSON patch removing ``gate`` (keeping any other gate), or None when absent."""
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    if not any(g.get("name") == gate for g in gates):
+        return None
+    remaining = [g for g in gates if g.get("name") != gate]
+    version = pod["metadata"]["resourceVersion"]
+    return [
+        # Setting the version we read makes the patch conditional: 409 if the pod moved on.
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": version},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": remaining},
+    ]
 
 
 class KubeClusterClient:
@@ -109,6 +124,23 @@ class KubeClusterClient:
         except ApiException as exc:
             _raise(exc, f"pod {namespace}/{name}")
         return json.loads(response.data)
+
+    def remove_scheduling_gate(self, pod: dict) -> None:
+        """The bind path's synchronous safety net (seed 000): remove our gate now.
+
+        On conflict the pod is read again: if its gates are gone (the asynchronous worker got
+        there first) all is well, otherwise the conflict is raised and the bind fails.
+        """
+        patch = gate_removal_patch(pod)
+        if patch is None:
+            return
+        try:
+            self.patch_pod(pod, patch)
+        except Conflict:
+            namespace, name = _meta(pod)
+            fresh = self.get_pod(namespace, name)
+            if (fresh.get("spec") or {}).get("schedulingGates"):
+                raise
 
     def _patch_pod_status(self, pod: dict, body: dict, content_type: str) -> None:
         namespace, name = _meta(pod)

@@ -13,11 +13,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from scheduler.kube.client import Conflict, KubeClusterClient, NotFound
+from scheduler.kube.client import Conflict, KubeClusterClient, NotFound, gate_removal_patch
 
 log = logging.getLogger(__name__)
-
-QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 
 
 class GateRemoval(enum.Enum):
@@ -26,20 +24,6 @@ class GateRemoval(enum.Enum):
     POD_GONE = "pod gone"
     POD_REPLACED = "pod replaced (new uid)"
     CONFLICT = "gave up after conflicts"
-
-
-def gate_removal_patch(pod: dict, gate: str = QUEUE_ALLOCATION_GATE) -> list[dict] | None:
-    """The JSON patch removing ``gate`` (keeping any other gate), or None when absent."""
-    gates = (pod.get("spec") or {}).get("schedulingGates") or []
-    if not any(g.get("name") == gate for g in gates):
-        return None
-    remaining = [g for g in gates if g.get("name") != gate]
-    version = pod["metadata"]["resourceVersion"]
-    return [
-        # Setting the version we read makes the patch conditional: 409 if the pod moved on.
-        {"op": "replace", "path": "/metadata/resourceVersion", "value": version},
-        {"op": "replace", "path": "/spec/schedulingGates", "value": remaining},
-    ]
 
 
 def remove_gate(

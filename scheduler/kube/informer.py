@@ -81,6 +81,8 @@ class Informer:
             except WatchExpired:
                 log.info("watch expired; relisting", extra={"object": self.kind})
             except (ApiException, HTTPError, OSError, ValueError) as exc:
+                if self._stop.is_set():
+                    break  # stop() closed the connection under us
                 failures += 1
                 log.warning("list/watch failed: %s", exc, extra={"object": self.kind})
                 self._stop.wait(self._backoff(failures))
@@ -109,6 +111,8 @@ class Informer:
         )
         self._response = response
         try:
+            if self._stop.is_set():  # stop() may have run before the response was published
+                return version
             for event in _events(response):
                 if self._stop.is_set():
                     break

@@ -40,6 +40,22 @@ def fetch_health(port: int) -> dict | None:
         return None
 
 
+def bound_demo_pods(kubeconfig: Path) -> list[str]:
+    """Pods of the simulated cluster that the Celery scheduler worker has bound."""
+    if not kubeconfig.exists():
+        return []
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        pods = client.CoreV1Api(api).list_pod_for_all_namespaces(_request_timeout=3).items
+    except Exception:  # the simulation may still be starting
+        return []
+    finally:
+        api.close()
+    return [p.metadata.name for p in pods if p.spec.node_name]
+
+
 def wait_for(predicate, timeout: float, interval: float = 0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -91,6 +107,10 @@ def test_make_run_processes_come_up_and_ctrl_c_stops_them_all(tmp_path, free_por
         assert "Log in as 'admin'" in log
         assert (run_dir / "admin_password").exists()
         assert wait_for(lambda: fetch_health(free_port)["beat"]["alive"], timeout=40), log[-3000:]
+        pods = wait_for(lambda: bound_demo_pods(run_dir / "kubeconfig"), timeout=60)
+        log = (tmp_path / "run.log").read_text()
+        assert pods, f"the scheduler bound no pod of the demo scenario; log:\n{log[-3000:]}"
+        assert "cycle done" in log
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=30)

@@ -1,0 +1,70 @@
+"""``python manage.py schedule``: run scheduling cycles against a cluster from the terminal.
+
+The Celery scheduler worker runs the same SchedulerService; this command is the whole
+scheduler in one process, for trying Sluice against a cluster or a simulation.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from kubernetes import config as kube_config
+
+from scheduler.service import SchedulerService
+
+
+class Command(BaseCommand):
+    help = "Run scheduling cycles. Against a real cluster the default mode is observe (read-only)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--kubeconfig", default=settings.SLUICE_KUBECONFIG)
+        runs = parser.add_mutually_exclusive_group()
+        runs.add_argument("--once", action="store_true", help="run one cycle and exit")
+        runs.add_argument("--cycles", type=int, default=0, help="run N cycles (0: until Ctrl-C)")
+        parser.add_argument("--period", type=float, default=settings.SLUICE_CYCLE_PERIOD)
+        parser.add_argument("--scheduler-name", default=settings.SLUICE_SCHEDULER_NAMES[0])
+        parser.add_argument("--mode", choices=["act", "observe"], default="observe")
+
+    def handle(self, *args, kubeconfig: str, once: bool, cycles: int, period: float, **options):
+        try:
+            api = kube_config.new_client_from_config(config_file=kubeconfig)
+        except (kube_config.ConfigException, OSError) as exc:
+            raise CommandError(f"--kubeconfig {kubeconfig}: {exc}") from exc
+        service = SchedulerService(
+            api, scheduler_name=options["scheduler_name"], act=options["mode"] == "act"
+        )
+        try:
+            service.start(sync_timeout=30)
+        except TimeoutError as exc:
+            raise CommandError(f"cluster at {api.configuration.host}: {exc}") from exc
+        try:
+            self._loop(service, 1 if once else cycles, period)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            service.stop()
+
+    def _loop(self, service: SchedulerService, cycles: int, period: float) -> None:
+        done = 0
+        while cycles == 0 or done < cycles:
+            started = time.monotonic()
+            self._print(service.run_once())
+            done += 1
+            if cycles == 0 or done < cycles:
+                time.sleep(max(0.0, period - (time.monotonic() - started)))
+
+    def _print(self, report) -> None:
+        decisions = len(report.transitions)
+        self.stdout.write(
+            f"cycle {report.mode}: {report.duration_s * 1000:.1f} ms, {decisions} decisions, "
+            f"{len(report.waiting)} pods waiting"
+        )
+        for t in report.transitions:
+            node = f" on {t.node}" if t.node else ""
+            self.stdout.write(f"  {t.namespace}/{t.name}: {t.from_status} -> {t.to_status}{node}")
+        for w in report.waiting:
+            self.stdout.write(f"  waiting {w.namespace}/{w.name} (queue {w.queue}): {w.reason}")
+        for error in report.errors:
+            self.stderr.write(f"  error: {error}")

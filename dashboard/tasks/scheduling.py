@@ -1,0 +1,76 @@
+"""The scheduling loop under Celery: beat sends ``run_cycle`` to queue ``scheduler``.
+
+The scheduler worker (solo pool) keeps one SchedulerService — its cache fed by informers —
+for its whole life. A Redis lock lets exactly one worker run each cycle; beat's messages
+expire after one period, so a slow cycle never leaves a backlog behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from celery import shared_task
+from django.conf import settings
+from kubernetes.config import ConfigException
+
+from dashboard import kube
+from dashboard.health import broker_client
+from dashboard.services.locking import run_exclusively
+from scheduler.service import SchedulerService
+
+log = logging.getLogger(__name__)
+
+_service: SchedulerService | None = None
+_service_lock = threading.Lock()
+
+
+def scheduler_service() -> SchedulerService:
+    """This worker's SchedulerService, started (informers synced) on first use."""
+    global _service
+    with _service_lock:
+        if _service is None:
+            service = SchedulerService(
+                kube.api_client(),
+                scheduler_name=settings.SLUICE_SCHEDULER_NAMES[0],
+                act=settings.SLUICE_MODE == "act",
+            )
+            _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
+        return _service
+
+
+def reset_scheduler_service() -> None:
+    """Stop and forget the service (tests, and after the cluster configuration changes)."""
+    global _service
+    with _service_lock:
+        if _service is not None:
+            _service.stop()
+        _service = None
+
+
+@shared_task(
+    name="dashboard.tasks.run_cycle",
+    ignore_result=True,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def run_cycle() -> dict | None:
+    """One cycle if no other worker is running one; the report is stored asynchronously."""
+    try:
+        service = scheduler_service()
+    except (RuntimeError, TimeoutError, OSError, ConfigException) as exc:
+        # No cluster yet (the simulation is still starting) or unreachable: try next period.
+        log.warning("no cycle: %s", exc, extra={"object": "cluster"})
+        return None
+    ran, report = run_exclusively(
+        broker_client(), service.run_once, ttl=settings.SLUICE_CYCLE_LOCK_TTL
+    )
+    if not ran or report is None:
+        return None
+    summary = {
+        "duration_ms": round(report.duration_s * 1000, 2),
+        "decisions": len(report.transitions),
+        "waiting": len(report.waiting),
+    }
+    log.info("cycle done", extra={"object": "scheduler", **summary})
+    return report.to_dict()

