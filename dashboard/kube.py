@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import functools
 import os
+import time
+from collections.abc import Callable
 
 from django.conf import settings
 from kubernetes import client, config
+
+from scheduler.kube.config import clock_from_kubeconfig
 
 
 @functools.cache
@@ -25,6 +29,14 @@ def api_client() -> client.ApiClient:
         f"no cluster configured: SLUICE_KUBECONFIG={kubeconfig!r} does not exist and "
         "this is not a pod in a cluster"
     )
+
+
+def cluster_clock() -> Callable[[], float]:
+    """Simulated time when the kubeconfig is the simulated cluster's, else the wall clock."""
+    kubeconfig = settings.SLUICE_KUBECONFIG
+    if kubeconfig and os.path.exists(kubeconfig):
+        return clock_from_kubeconfig(kubeconfig)
+    return time.time
 
 
 def namespace_labels(name: str) -> dict[str, str]:

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+# The kubeconfig cluster extension in which the simulated cluster describes its clock.
+CLOCK_EXTENSION = "sim.sluice.io/clock"
+
 
 @runtime_checkable
 class Clock(Protocol):
@@ -40,6 +43,23 @@ class WallClock:
     def sleep(self, simulated_seconds: float) -> None:
         """Sleep for a span of simulated time (shorter on the wall when sped up)."""
         time.sleep(max(0.0, simulated_seconds) / self.speed)
+
+    def describe(self) -> dict[str, float]:
+        """What another process needs to follow this clock (see ``follow``)."""
+        wall = time.time()
+        simulated = self.start + (wall - self._wall_start) * self.speed
+        return {"speed": self.speed, "wallTime": wall, "simulatedTime": simulated}
+
+    @classmethod
+    def follow(cls, description: dict) -> WallClock:
+        """A clock in another process that runs in step with the described one."""
+        try:
+            speed = float(description["speed"])
+            simulated = float(description["simulatedTime"])
+            wall = float(description["wallTime"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"clock description {description!r}: {exc}") from None
+        return cls(speed, start=simulated + (time.time() - wall) * speed)
 
 
 Callback = Callable[[], None]

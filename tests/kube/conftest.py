@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.sim.api.conftest import Sim, start_sim
+from tests.sim.api.conftest import Sim, kubectl, kubectl_binary, start_sim  # noqa: F401 - fixtures
 
 
 @pytest.fixture

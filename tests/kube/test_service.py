@@ -6,7 +6,6 @@ import pytest
 
 from scheduler.service import SchedulerService
 from tests.kube.conftest import node, pod, queue, wait_until
-from tests.sim.api.conftest import kubectl, kubectl_binary  # noqa: F401 - fixtures
 
 
 def create_cluster(sim, *, pods: int = 3) -> None:
@@ -66,7 +65,7 @@ def test_observe_mode_computes_the_same_decisions_and_writes_nothing(sim):
 
 
 @pytest.mark.kubectl
-def test_kubectl_shows_the_nodes_the_cycle_chose(sim, service, kubectl):  # noqa: F811
+def test_kubectl_shows_the_nodes_the_cycle_chose(sim, service, kubectl):
     create_cluster(sim, pods=2)
     wait_until(lambda: len(service.cache.snapshot().jobs) == 2)
 

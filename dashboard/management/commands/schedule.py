@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from kubernetes import config as kube_config
 
+from scheduler.kube.config import clock_from_kubeconfig
 from scheduler.service import SchedulerService
 
 
@@ -33,7 +34,10 @@ class Command(BaseCommand):
         except (kube_config.ConfigException, OSError) as exc:
             raise CommandError(f"--kubeconfig {kubeconfig}: {exc}") from exc
         service = SchedulerService(
-            api, scheduler_name=options["scheduler_name"], act=options["mode"] == "act"
+            api,
+            scheduler_name=options["scheduler_name"],
+            act=options["mode"] == "act",
+            clock=clock_from_kubeconfig(kubeconfig),  # follows a simulation's --speed
         )
         try:
             service.start(sync_timeout=30)

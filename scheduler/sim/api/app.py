@@ -98,7 +98,7 @@ def serve(options: SimClusterOptions, announce: Callable[[str], None] = print) -
     sim = build(options)
     sim.server.start()
     sim.simulation.start()
-    path = sim.server.write_kubeconfig(options.kubeconfig)
+    path = sim.server.write_kubeconfig(options.kubeconfig, clock=sim.simulation.clock.describe())
     announce(f"Simulated cluster at {sim.server.url} (port {sim.server.port}); kubeconfig {path}")
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in STOP_SIGNALS}

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from scheduler.clock import CLOCK_EXTENSION
 from scheduler.sim.api.cluster import Cluster
 from scheduler.sim.api.errors import ApiError, bad_request, status_object
 from scheduler.sim.api.requests import RequestContext, dispatch
@@ -70,11 +71,22 @@ class ApiServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def write_kubeconfig(self, path: str | Path, *, context: str = "sluice-sim") -> Path:
-        """A kubeconfig pointing at this server (plain HTTP, no credentials needed)."""
+    def write_kubeconfig(
+        self, path: str | Path, *, context: str = "sluice-sim", clock: dict | None = None
+    ) -> Path:
+        """A kubeconfig pointing at this server (plain HTTP, no credentials needed).
+
+        ``clock`` (``WallClock.describe()``, read back by ``scheduler.kube.config``) tells the scheduler how fast simulated
+        time runs, so both share the speed-up.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(kubeconfig(self.url, context), sort_keys=False))
+        config = kubeconfig(self.url, context)
+        if clock is not None:
+            config["clusters"][0]["cluster"]["extensions"] = [
+                {"name": CLOCK_EXTENSION, "extension": clock}
+            ]
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
     def track(self, connection: socket.socket, open_: bool) -> None:
