@@ -34,6 +34,7 @@ def scheduler_service() -> SchedulerService:
                 kube.api_client(),
                 scheduler_name=settings.SLUICE_SCHEDULER_NAMES[0],
                 act=settings.SLUICE_MODE == "act",
+                clock=kube.cluster_clock(),
             )
             _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
         return _service
