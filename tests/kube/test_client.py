@@ -165,3 +165,15 @@ def test_the_gate_pool_removes_each_gate_once(sim, cluster):
     assert all(gates_of(cluster, p["metadata"]["name"]) == [] for p in pods)
     assert pool.outcomes["removed"] == 5
     assert sum(pool.outcomes.values()) <= 10
+
+
+def test_evict_marks_the_pod_terminating_and_records_why(sim, cluster):
+    sim.core.create_namespaced_pod("default", pod("victim"))
+    cluster.bind(cluster.get_pod("default", "victim"), "n1")
+
+    cluster.evict(cluster.get_pod("default", "victim"), "reclaimed by queue q2")
+
+    evicted = cluster.get_pod("default", "victim")
+    assert evicted["metadata"]["deletionTimestamp"]
+    events = sim.core.list_namespaced_event("default").items
+    assert ("Evict", "reclaimed by queue q2") in [(e.reason, e.message) for e in events]
