@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -110,6 +111,13 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
     allow_reuse_address = True
+
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        """A client that hangs up (a watcher stopping) is normal; anything else is logged."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            return
+        log.exception("error serving a request from %s", client_address[0])
 
 
 def _handler_class(server: ApiServer) -> type[BaseHTTPRequestHandler]:
