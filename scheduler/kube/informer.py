@@ -121,6 +121,10 @@ class Informer:
             pass  # nothing happened for a while: resume from the same version
         finally:
             self._response = None
+            # Never hand a watch connection back to the pool for reuse: when the read stopped
+            # early (stop, read timeout, error) the server is still streaming on it, and the
+            # next request sent over it would wait forever for a reply.
+            response.close()
             response.release_conn()
         return version
 
