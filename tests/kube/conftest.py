@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 
+from tests.conftest import wait_until  # noqa: F401 - re-exported for tests
 from tests.sim.api.conftest import Sim, kubectl, kubectl_binary, start_sim  # noqa: F401 - fixtures
 
 
@@ -14,16 +14,6 @@ def sim() -> Iterator[Sim]:
     yield running
     running.api_client.close()
     running.server.stop()
-
-
-def wait_until(predicate, timeout: float = 5.0, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict:
