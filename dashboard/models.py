@@ -1,0 +1,93 @@
+"""Scheduling history: one row per cycle, a sample per queue per cycle, one row per pod
+transition (never one row per pod per cycle), and the audit of namespace opt-in changes."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Cycle(models.Model):
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField()
+    mode = models.CharField(max_length=16)
+    decisions = models.PositiveIntegerField(default=0)
+    action_durations_ms = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"cycle at {self.started_at:%Y-%m-%d %H:%M:%S} ({self.duration_ms:.1f} ms)"
+
+
+class QueueSample(models.Model):
+    """A queue's figures at the end of one cycle; resources are engine units by name."""
+
+    cycle = models.ForeignKey(Cycle, on_delete=models.CASCADE, related_name="samples")
+    at = models.DateTimeField()
+    queue = models.CharField(max_length=253)
+    capability = models.JSONField(default=dict)
+    deserved = models.JSONField(default=dict)
+    allocated = models.JSONField(default=dict)
+    reserved = models.JSONField(default=dict)
+    inqueue = models.JSONField(default=dict)
+    running = models.PositiveIntegerField(default=0)
+    pending = models.PositiveIntegerField(default=0)
+    gated = models.PositiveIntegerField(default=0)
+    pipelined = models.PositiveIntegerField(default=0)
+    unschedulable = models.PositiveIntegerField(default=0)
+    share = models.FloatField(default=0.0)
+
+    class Meta:
+        indexes = [models.Index(fields=["queue", "at"])]
+
+    def __str__(self) -> str:
+        return f"queue {self.queue} at {self.at:%H:%M:%S}"
+
+
+class PodTransition(models.Model):
+    cycle = models.ForeignKey(
+        Cycle, on_delete=models.CASCADE, related_name="transitions", null=True, blank=True
+    )
+    at = models.DateTimeField(db_index=True)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, db_index=True)
+    queue = models.CharField(max_length=253, blank=True)
+    from_state = models.CharField(max_length=32)
+    to_state = models.CharField(max_length=32)
+    node = models.CharField(max_length=253, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [
+            models.Index(fields=["namespace", "name"]),
+            models.Index(fields=["queue", "at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"pod {self.namespace}/{self.name}: {self.from_state} -> {self.to_state}"
+
+
+class NamespaceOptInChange(models.Model):
+    """Who switched a namespace's queue-allocation gate opt-in, and when."""
+
+    namespace = models.CharField(max_length=253, db_index=True)
+    enabled = models.BooleanField()
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-changed_at"]
+        permissions = [
+            ("toggle_namespace_opt_in", "Can switch a namespace's queue-allocation gate opt-in"),
+        ]
+
+    def __str__(self) -> str:
+        state = "on" if self.enabled else "off"
+        return f"namespace {self.namespace} opt-in {state}"
