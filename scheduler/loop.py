@@ -15,7 +15,7 @@ from scheduler.config import SchedulerConfig, default_config
 from scheduler.framework.job_status import record_job_status
 from scheduler.framework.registry import ACTIONS
 from scheduler.framework.session import Session
-from scheduler.framework.writer import Transition, Writer
+from scheduler.framework.writer import GateRemover, Transition, Writer
 
 
 @dataclass
@@ -51,6 +51,8 @@ class CycleReport:
     transitions: list[Transition]
     waiting: list[WaitingPod]
     errors: list[str] = field(default_factory=list)
+    gates: dict[str, int] = field(default_factory=dict)  # gate removals queued / at bind
+    notices: list[str] = field(default_factory=list)  # e.g. queue reservations released
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +65,7 @@ def run_cycle(
     *,
     now: float | None = None,
     act: bool = True,
+    gate_remover: GateRemover | None = None,
 ) -> CycleReport:
     """Run the configured actions once. ``act=False`` (observe) writes nothing to the cluster.
 
@@ -73,16 +76,17 @@ def run_cycle(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _run(cache, config or default_config(), client, now, act)
+        return _run(cache, config or default_config(), client, now, act, gate_remover)
     finally:
         if collecting:
             gc.enable()
 
 
-def _run(cache, config, client, now, act) -> CycleReport:
+def _run(cache, config, client, now, act, gate_remover) -> CycleReport:
     started = time.perf_counter()
     now = time.time() if now is None else now
-    writer = Writer(cache, client, act=act)
+    writer = Writer(cache, client, act=act, gate_remover=gate_remover)
+    bind_removals = cache.gates_removed_at_bind
     ssn = Session(cache.snapshot(), config, writer, now)
     ssn.open()
     durations: dict[str, float] = {}
@@ -102,6 +106,11 @@ def _run(cache, config, client, now, act) -> CycleReport:
         transitions=writer.transitions,
         waiting=waiting,
         errors=writer.errors,
+        notices=ssn.notices,
+        gates={
+            "queued": writer.gates_queued,
+            "at_bind": cache.gates_removed_at_bind - bind_removals,
+        },
     )
 
 
@@ -127,12 +136,14 @@ def _queue_reports(ssn: Session) -> list[QueueReport]:
     attrs = getattr(ssn, "queue_attrs", {})
     reserved_tasks = getattr(ssn, "queue_reserved", {})
     reports = []
+    jobs_by_queue: dict[str, list] = {}
+    for job in ssn.jobs.values():
+        jobs_by_queue.setdefault(job.queue, []).append(job)
     for name in sorted(ssn.queues):
         counts = dict.fromkeys(_GROUPS, 0)
         sums = {g: Resource() for g in _GROUPS}
-        for job in ssn.jobs.values():
-            if job.queue == name:
-                _count_job(ssn, job, counts, sums)
+        for job in jobs_by_queue.get(name, ()):
+            _count_job(ssn, job, counts, sums)
         attr = attrs.get(name)
         reserved = Resource()
         for task in reserved_tasks.get(name, {}).values():

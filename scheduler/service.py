@@ -14,7 +14,9 @@ from kubernetes import client
 
 from scheduler.cache.cache import SchedulerCache
 from scheduler.config import SchedulerConfig, default_config
+from scheduler.framework.writer import GateRemover
 from scheduler.kube.client import KubeClusterClient
+from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
 from scheduler.loop import CycleReport, run_cycle
 
@@ -29,15 +31,24 @@ class CacheFeeder:
 
     def __init__(self, cache: SchedulerCache) -> None:
         self.cache = cache
+        self.version = 0  # the newest resourceVersion applied (the simulated cluster's are ints)
 
     def on_add(self, kind: str, obj: dict) -> None:
         self._handler("add", kind)(obj)
+        self._seen(obj)
 
     def on_update(self, kind: str, old: dict, new: dict) -> None:
         self._handler("add", kind)(new)  # the cache's add replaces what it had
+        self._seen(new)
 
     def on_delete(self, kind: str, obj: dict) -> None:
         self._handler("delete", kind)(obj)
+        self._seen(obj)
+
+    def _seen(self, obj: dict) -> None:
+        version = (obj.get("metadata") or {}).get("resourceVersion") or ""
+        if version.isdigit():
+            self.version = max(self.version, int(version))
 
     def _handler(self, verb: str, kind: str) -> Callable[[dict], None]:
         singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup"}
@@ -69,13 +80,22 @@ class SchedulerService:
         scheduler_name: str = "volcano",
         act: bool = False,
         clock: Callable[[], float] = time.time,
+        gate_remover: GateRemover | None = None,
     ) -> None:
         self.config = config or default_config()
         self.act = act
         self.clock = clock
         self.cache = SchedulerCache(scheduler_name)
         self.cluster = KubeClusterClient(api, component=scheduler_name)
-        self.informers = InformerSet(api, WATCHED_KINDS, CacheFeeder(self.cache))
+        # Gate removals leave the cycle: to the caller's remover (Celery queue "gates"), else
+        # to a small in-process pool, so this service alone is a complete scheduler.
+        self.gate_pool = None
+        if gate_remover is None and act:
+            self.gate_pool = GateRemovalPool(self.cluster)
+            gate_remover = self.gate_pool.submit
+        self.gate_remover = gate_remover
+        self.feeder = CacheFeeder(self.cache)
+        self.informers = InformerSet(api, WATCHED_KINDS, self.feeder)
 
     def start(self, *, sync_timeout: float = 30.0) -> SchedulerService:
         self.informers.start()
@@ -85,7 +105,17 @@ class SchedulerService:
         return self
 
     def run_once(self) -> CycleReport:
-        return run_cycle(self.cache, self.config, self.cluster, now=self.clock(), act=self.act)
+        return run_cycle(
+            self.cache,
+            self.config,
+            self.cluster,
+            now=self.clock(),
+            act=self.act,
+            gate_remover=self.gate_remover,
+        )
 
     def stop(self) -> None:
+        """Stop watching; queued gate removals finish first (they are short and idempotent)."""
         self.informers.stop()
+        if self.gate_pool is not None:
+            self.gate_pool.shutdown()

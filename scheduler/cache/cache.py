@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from scheduler.plugins.queue_tree import QueueCycleError, queue_problem
 
 Obj = Mapping[str, Any]
 _GONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+UNGATE_CONFIRM_TIMEOUT = 30.0  # seconds to wait for the watch to show a removed gate
 
 
 @dataclass
@@ -36,6 +38,9 @@ class Snapshot:
     queues: dict[str, QueueInfo]
     skipped: dict[str, str] = field(default_factory=dict)  # job uid -> why it is not scheduled
     skipped_jobs: dict[str, JobInfo] = field(default_factory=dict)
+    # Gate reservations' start times (uid -> time, or None once expired), shared with the
+    # cache so they outlive the cycle: the capacity plugin keeps it.
+    reservations: dict[str, float | None] = field(default_factory=dict)
 
 
 class SchedulerCache:
@@ -49,7 +54,13 @@ class SchedulerCache:
         self._jobs: dict[str, JobInfo] = {}
         self._nodes: dict[str, NodeInfo] = {}
         self._queues: dict[str, QueueInfo] = {}
-        self._ungated: set[str] = set()  # pods whose gate we removed, until the watch says so
+        # Pods whose gate removal we queued, until the watch shows them ungated: uid -> when.
+        # An entry the watch never confirms (the removal failed) lapses, so the next cycle
+        # queues the removal again instead of trusting it forever.
+        self._ungated: dict[str, float] = {}
+        self.ungate_confirm_timeout = UNGATE_CONFIRM_TIMEOUT
+        self._reservations: dict[str, float | None] = {}
+        self.gates_removed_at_bind = 0
 
     # --- pods ------------------------------------------------------------------------------
 
@@ -63,7 +74,7 @@ class SchedulerCache:
             if self._is_ours(pod):
                 self._job_for(task).add_task(task)
             if not task.sch_gated:
-                self._ungated.discard(task.uid)
+                self._ungated.pop(task.uid, None)
 
     update_pod = add_pod
 
@@ -160,7 +171,10 @@ class SchedulerCache:
             queues = dict(self._queues)
             for name in (ROOT_QUEUE, DEFAULT_QUEUE):
                 queues.setdefault(name, QueueInfo.implicit(name))
-            snap = Snapshot({}, {}, queues)
+            snap = Snapshot({}, {}, queues, reservations=self._reservations)
+            lapsed = time.monotonic() - self.ungate_confirm_timeout
+            for uid in [u for u, at in self._ungated.items() if at < lapsed]:
+                del self._ungated[uid]
             for name in sorted(self._nodes):
                 snap.nodes[name] = self._nodes[name].clone()
             for uid in sorted(self._jobs):
@@ -190,16 +204,26 @@ class SchedulerCache:
 
     def note_gate_removed(self, task: TaskInfo) -> None:
         with self._lock:
-            self._ungated.add(task.uid)
+            self._ungated[task.uid] = time.monotonic()
 
-    def bind(self, task: TaskInfo, node_name: str, client: ClusterClient) -> None:
-        """Remove our gate if still present (the synchronous safety net), then bind."""
-        pod = task.pod
+    def bind(
+        self, task: TaskInfo, node_name: str, client: ClusterClient, *, gate_removed: bool = False
+    ) -> None:
+        """Remove our gate if still present (the synchronous safety net), then bind.
+
+        The asynchronous removal queued when the task passed its queue check may not have
+        happened yet; the freshest copy of the pod the watch delivered decides, unless the
+        caller removed the gate itself moments ago (``gate_removed``).
+        """
+        with self._lock:
+            cached = self._tasks.get(task.uid)
+            pod = cached.pod if cached is not None else task.pod
         ours_only = has_queue_allocation_gate_annotation(pod) and has_only_volcano_scheduling_gate(
             pod
         )
-        if ours_only and task.uid not in self._ungated:
+        if ours_only and not gate_removed:
             client.remove_scheduling_gate(pod)
+            self.gates_removed_at_bind += 1
         client.bind(pod, node_name)
         with self._lock:
             self._mark_bound(task.uid, node_name)

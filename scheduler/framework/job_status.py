@@ -109,8 +109,10 @@ def _record_tasks(ssn, job: JobInfo, job_message: str) -> None:
     """Ungated waiting tasks get PodScheduled=False/Unschedulable; gated ones keep theirs."""
     for status in _WAITING:
         for task in sorted(job.index.get(status, {}).values(), key=lambda t: (t.creation, t.uid)):
-            if task.sch_gated:
-                continue  # keep Kubernetes' SchedulingGated condition (seed 003)
+            if task.sch_gated or scheduling_gates(task.pod):
+                # Gated, or its gate removal is queued but not yet seen: it keeps Kubernetes'
+                # SchedulingGated condition; only an ungated pod can be Unschedulable (seed 000).
+                continue
             if status == TaskStatus.ALLOCATED and task.uid not in ssn.waiting:
                 continue  # allocated and committed: it is binding
             message = ssn.waiting.get(task.uid) or job_message

@@ -33,6 +33,8 @@ class Session:
         self.skipped_jobs: dict[str, JobInfo] = snapshot.skipped_jobs
         self.invalid_jobs: dict[str, tuple[JobInfo, str, str]] = {}  # uid -> (job, reason, msg)
         self.config, self.writer, self.now = config, writer, now
+        self.reservations = snapshot.reservations
+        self.notices: list[str] = []  # lines for the cycle report (e.g. expired reservations)
         extra = {
             k for j in self.jobs.values() for t in j.tasks.values() for k in t.init_resreq.values
         }

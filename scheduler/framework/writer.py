@@ -6,7 +6,7 @@ still recorded, so the report shows what the scheduler would have done.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -14,6 +14,9 @@ from scheduler.api.helpers import pod_condition
 from scheduler.api.task_info import TaskInfo
 from scheduler.cache.cache import SchedulerCache
 from scheduler.cache.client import ClusterClient
+
+GateRemover = Callable[[str, str, str], None]
+"""Queues the removal of our gate from pod (namespace, name, uid), asynchronously."""
 
 
 @dataclass
@@ -31,9 +34,18 @@ class Transition:
 
 
 class Writer:
-    def __init__(self, cache: SchedulerCache, client: ClusterClient | None, act: bool = True):
+    def __init__(
+        self,
+        cache: SchedulerCache,
+        client: ClusterClient | None,
+        act: bool = True,
+        gate_remover: GateRemover | None = None,
+    ):
         self.cache, self.client = cache, client
         self.act = act and client is not None
+        self.gate_remover = gate_remover
+        self.gates_queued = 0
+        self._removed_inline: set[str] = set()
         self.transitions: list[Transition] = []
         self.errors: list[str] = []
 
@@ -45,7 +57,8 @@ class Writer:
     def bind(self, task: TaskInfo, node_name: str) -> None:
         if self.act:
             try:
-                self.cache.bind(task, node_name, self.client)
+                gate_removed = task.uid in self._removed_inline
+                self.cache.bind(task, node_name, self.client, gate_removed=gate_removed)
             except Exception as exc:  # one failed bind must not stop the others
                 self.errors.append(f"bind {task.namespace}/{task.name} to {node_name}: {exc}")
                 self._record(task, "Pending", "Pending", node_name, f"bind failed: {exc}")
@@ -67,9 +80,16 @@ class Writer:
     def remove_gate(self, task: TaskInfo) -> None:
         reason = "queue has capacity: queue-allocation gate removed"
         self._record(task, "Gated", "Pending", "", reason)
-        if self.act:
-            self.client.remove_scheduling_gate(task.pod)
-            self.cache.note_gate_removed(task)
+        if not self.act:
+            return
+        if self.gate_remover is None:
+            self.client.remove_scheduling_gate(task.pod)  # no worker pool: do it in line
+            self._removed_inline.add(task.uid)
+        else:
+            # Queued, never awaited: a cycle does not wait for the round trip (seed 000).
+            self.gate_remover(task.namespace, task.name, task.uid)
+            self.gates_queued += 1
+        self.cache.note_gate_removed(task)
 
     def pod_condition(self, task: TaskInfo, condition: dict[str, str]) -> None:
         """Patch ``PodScheduled`` only when it changes, as Volcano's podConditionHaveUpdate."""

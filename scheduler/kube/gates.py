@@ -35,6 +35,7 @@ def remove_gate(
     attempts: int = 5,
     backoff: Callable[[int], float] = lambda attempt: 0.05 * 2**attempt,
     sleep: Callable[[float], None] = time.sleep,
+    on_conflict: Callable[[], None] = lambda: None,
 ) -> GateRemoval:
     obj = f"pod {namespace}/{name}"
     for attempt in range(attempts):
@@ -55,5 +56,6 @@ def remove_gate(
             return GateRemoval.POD_GONE
         except Conflict:
             log.info("conflict removing gate; re-reading", extra={"object": obj})
+            on_conflict()
             sleep(backoff(attempt))
     return GateRemoval.CONFLICT

@@ -16,9 +16,12 @@ class CapacityPlugin(Plugin):
 
     def on_session_open(self, ssn) -> None:
         self.ssn = ssn
+        self.reserve = _flag(self.arguments, "gateReservation", True)
+        self.timeout = self.argument("reservationTimeout", RESERVATION_TIMEOUT)
         self.attrs, self.problems = build_tree(ssn.queues)
         self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
         self._account_jobs(ssn)
+        self._expire_reservations(ssn)
         self._compute_capabilities(ssn)
         ssn.queue_attrs = self.attrs
         ssn.queue_reserved = self.reserved
@@ -48,7 +51,37 @@ class CapacityPlugin(Plugin):
             for task in job.index.get(TaskStatus.PENDING, {}).values():
                 # Passed the capacity check earlier, gate removed, still pending: a reservation.
                 if not task.sch_gated and has_queue_allocation_gate_annotation(task.pod):
-                    self.reserved.setdefault(job.queue, {})[task.uid] = task
+                    self._reserve(job.queue, task)
+
+    def _reserve(self, queue: str, task: TaskInfo) -> None:
+        if not self.reserve:
+            return
+        since = self.ssn.reservations.setdefault(task.uid, self.ssn.now)
+        if since is not None:  # an expired reservation is never taken again
+            self.reserved.setdefault(queue, {})[task.uid] = task
+
+    def _expire_reservations(self, ssn) -> None:
+        """Release reservations held longer than the limit; Volcano's never expire, so a pod
+        that never finds a node would hold its queue forever."""
+        live = {uid for tasks in self.reserved.values() for uid in tasks}
+        pending = {
+            t.uid for j in ssn.jobs.values() for t in j.index.get(TaskStatus.PENDING, {}).values()
+        }
+        for uid in [u for u in ssn.reservations if u not in live and u not in pending]:
+            del ssn.reservations[uid]  # bound, deleted or gone: forget it
+        for queue, tasks in self.reserved.items():
+            for task in list(tasks.values()):
+                held = ssn.now - ssn.reservations[task.uid]
+                if held < self.timeout:
+                    continue
+                del tasks[task.uid]
+                ssn.reservations[task.uid] = None
+                message = (
+                    f"reservation of {task.resreq.describe()} in queue {queue} released after "
+                    f"{_duration(held)} without a node (limit {_duration(self.timeout)})"
+                )
+                ssn.notices.append(f"pod {task.namespace}/{task.name}: {message}")
+                ssn.writer.event(task.pod, "Warning", "QueueReservationExpired", message)
 
     def _refresh_inqueue(self, ssn) -> None:
         """Recompute inqueue for the report: within a cycle an admitted job's minResources and
@@ -132,7 +165,7 @@ class CapacityPlugin(Plugin):
             if short:
                 return _limit_message(level, short, reserved, task)
         if has_queue_allocation_gate_annotation(task.pod):
-            self.reserved.setdefault(queue.name, {})[task.uid] = task
+            self._reserve(queue.name, task)
         return None
 
     def cleanup_reservations(self, statement) -> None:
@@ -152,6 +185,21 @@ class CapacityPlugin(Plugin):
             else:
                 level.allocated.sub(task.resreq)
             level.share = share(level.allocated, level.deserved)
+
+
+RESERVATION_TIMEOUT = 900.0  # seconds: Cluster Autoscaler's default max node provision time
+
+
+def _flag(arguments, key: str, default: bool) -> bool:
+    value = arguments.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"plugin capacity: argument {key}: expected true or false, got {value!r}")
+    return value
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 def _elastic(job: JobInfo) -> Resource:

@@ -15,7 +15,7 @@ import copy
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -93,6 +93,16 @@ class Store:
     @property
     def resource_version(self) -> int:
         return self._rv
+
+    def latest_version(self, kinds: Iterable[str]) -> int:
+        """The resourceVersion of the newest change to any of ``kinds`` still in the log: what
+        a watcher of those kinds has seen once it is caught up."""
+        wanted = set(kinds)
+        with self._changed:
+            for event in reversed(self._log):
+                if event.kind in wanted:
+                    return event.resource_version
+        return 0
 
     def get(self, kind: str, namespace: str, name: str) -> dict:
         with self._changed:
