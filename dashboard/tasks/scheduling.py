@@ -16,7 +16,9 @@ from kubernetes.config import ConfigException
 
 from dashboard import kube
 from dashboard.health import broker_client
+from dashboard.services import gate_stats
 from dashboard.services.locking import run_exclusively
+from dashboard.tasks.gates import queue_gate_removal
 from scheduler.service import SchedulerService
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ def scheduler_service() -> SchedulerService:
                 scheduler_name=settings.SLUICE_SCHEDULER_NAMES[0],
                 act=settings.SLUICE_MODE == "act",
                 clock=kube.cluster_clock(),
+                gate_remover=queue_gate_removal,
             )
             _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
         return _service
@@ -68,6 +71,7 @@ def run_cycle() -> dict | None:
     )
     if not ran or report is None:
         return None
+    gate_stats.add(report.gates)
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),

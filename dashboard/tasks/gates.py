@@ -1,0 +1,63 @@
+"""``remove_gate`` on queue ``gates``: lift the queue-allocation gate from one pod (seed 000).
+
+The scheduling cycle queues this and never waits for it. The task reads the pod fresh, leaves it
+alone when it is gone, already ungated or replaced (another UID), and patches with the pod's
+resourceVersion, retrying conflicts with backoff — so running it twice, or after the bind path's
+own synchronous removal, is harmless. An unreachable API server is retried by Celery.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import urllib3
+from celery import shared_task
+
+from dashboard import kube
+from dashboard.services import gate_stats
+from scheduler.kube.client import ApiError, KubeClusterClient
+from scheduler.kube.gates import GateRemoval
+from scheduler.kube.gates import remove_gate as remove_gate_now
+
+log = logging.getLogger(__name__)
+
+_OUTCOME_COUNTER = {
+    GateRemoval.REMOVED: "removed",
+    GateRemoval.ALREADY_UNGATED: "already_ungated",
+    GateRemoval.POD_GONE: "pod_gone",
+    GateRemoval.POD_REPLACED: "pod_replaced",
+    GateRemoval.CONFLICT: "gave_up",
+}
+
+
+@shared_task(
+    name="dashboard.tasks.remove_gate",
+    bind=True,
+    ignore_result=True,
+    autoretry_for=(OSError, urllib3.exceptions.HTTPError),
+    retry_backoff=0.5,
+    retry_backoff_max=10,
+    max_retries=5,
+    soft_time_limit=30,
+)
+def remove_gate(self, namespace: str, name: str, uid: str | None) -> str:
+    conflicts = 0
+
+    def on_conflict() -> None:
+        nonlocal conflicts
+        conflicts += 1
+
+    cluster = KubeClusterClient(kube.api_client())
+    try:
+        outcome = remove_gate_now(cluster, namespace, name, uid, on_conflict=on_conflict)
+    except ApiError as exc:
+        log.warning("gate removal failed: %s", exc, extra={"object": f"pod {namespace}/{name}"})
+        gate_stats.add({"failed": 1, "conflicts": conflicts})
+        raise
+    gate_stats.add({_OUTCOME_COUNTER[outcome]: 1, "conflicts": conflicts})
+    return outcome.value
+
+
+def queue_gate_removal(namespace: str, name: str, uid: str) -> None:
+    """The scheduling cycle's GateRemover under Celery: send, never wait."""
+    remove_gate.apply_async((namespace, name, uid), queue="gates")
