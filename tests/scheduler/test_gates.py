@@ -1,7 +1,13 @@
 """Pod Scheduling Readiness (seed 003) and the queue-allocation gate (seed 000)."""
 
+import copy
+
+import pytest
+
 from scheduler.api.task_info import TaskInfo
 from scheduler.cache import RecordingClusterClient, SchedulerCache
+from scheduler.config import SchedulerConfig, default_config
+from scheduler.loop import run_cycle
 from tests.scheduler.uthelper import (
     GATE,
     Scenario,
@@ -57,13 +63,58 @@ def test_gate_removed_but_no_node_fits_reports_unschedulable():
         nodes=[node("n1")],
         pods=[pod("p", gates=[GATE], opt_in=True, selector={"pool": "new"})],
     )
-    report, client = scenario.run()
+    cache = scenario.cache()
+    client = RecordingClusterClient()
+    report = run_cycle(cache, default_config(), client, now=0.0)
     assert len(client.of("remove_scheduling_gate")) == 1
+    # The pod still carries the gate until the watch says otherwise: no Unschedulable yet.
+    assert client.of("patch_pod_condition") == []
+    reserved = next(q for q in report.queues if q.name == "default").reserved
+    assert reserved == {"cpu": 1000, "memory": 2**30}
+
+    ungated = copy.deepcopy(scenario.pods[0])
+    ungated["spec"]["schedulingGates"] = []
+    cache.update_pod(ungated)  # the watch event of the removal
+    report = run_cycle(cache, default_config(), client, now=1.0)
+    assert len(client.of("remove_scheduling_gate")) == 1  # not removed twice
     cond = conditions(client)["ns/p"]
     assert cond["reason"] == "Unschedulable"
     assert "didn't match Pod's node affinity/selector" in cond["message"]
     reserved = next(q for q in report.queues if q.name == "default").reserved
     assert reserved == {"cpu": 1000, "memory": 2**30}
+
+
+def test_queued_gate_removal_is_not_awaited_and_bind_removes_the_gate_if_still_there():
+    queued = []
+    scenario = Scenario(nodes=[node("n1")], pods=[pod("p", gates=[GATE], opt_in=True)])
+    client = RecordingClusterClient()
+    report = run_cycle(
+        scenario.cache(), default_config(), client, now=0.0,
+        gate_remover=lambda ns, name, uid: queued.append((ns, name, uid)),
+    )  # fmt: skip
+    assert [q[:2] for q in queued] == [("ns", "p")]
+    # The queued removal has not run: the bind path removes the gate synchronously first.
+    assert [c[0] for c in client.calls] == ["remove_scheduling_gate", "bind"]
+    assert report.gates == {"queued": 1, "at_bind": 1}
+
+
+def test_a_gate_removal_the_watch_never_confirms_lapses_and_is_queued_again():
+    queued = []
+    scenario = Scenario(
+        nodes=[node("n1")], pods=[pod("p", gates=[GATE], opt_in=True, selector={"pool": "new"})]
+    )
+    cache, client = scenario.cache(), RecordingClusterClient()
+
+    def cycle(now):
+        remover = lambda ns, name, uid: queued.append(name)  # noqa: E731
+        return run_cycle(cache, default_config(), client, now=now, gate_remover=remover)
+
+    cycle(0.0)
+    cycle(1.0)
+    assert queued == ["p"]  # trusted while the confirmation may still come
+    cache.ungate_confirm_timeout = 0.0
+    cycle(2.0)
+    assert queued == ["p", "p"]
 
 
 def test_ungated_pending_pod_reserves_queue_capacity_for_itself():
@@ -189,3 +240,62 @@ def test_observe_mode_removes_no_gate_but_reports_it():
         ("Gated", "Pending"),
         ("Pending", "Binding"),
     ]
+
+
+def _race_scenario(**capacity_args) -> Scenario:
+    pod2 = pod("pod-2", "1", queue="q", opt_in=True, selector={"pool": "new"}, created=1)
+    pod3 = pod("pod-3", "1", queue="q", opt_in=True, gates=[GATE], created=2)
+    config = default_config()
+    if capacity_args:
+        config = with_capacity_arguments(config, capacity_args)
+    return Scenario(
+        nodes=[node("n1", cpu="8")],
+        queues=[queue("q", capability={"cpu": "1"})],
+        podgroups=[podgroup("g2", 1, queue="q", phase="Inqueue"),
+                   podgroup("g3", 1, queue="q", phase="Inqueue")],
+        pods=[_in_group(pod2, "g2"), _in_group(pod3, "g3")],
+        config=config,
+    )  # fmt: skip
+
+
+def with_capacity_arguments(config, arguments: dict):
+    raw = config.to_dict()
+    for tier in raw["tiers"]:
+        for plugin in tier["plugins"]:
+            if plugin["name"] == "capacity":
+                plugin["arguments"] = {**plugin["arguments"], **arguments}
+    return SchedulerConfig.from_dict(raw)
+
+
+def test_without_reservations_the_seed_race_happens():
+    report, client = _race_scenario(gateReservation=False).run()
+    assert binds(client) == {"ns/pod-3": "n1"}  # pod-3 took the capacity pod-2 was waiting for
+
+
+def test_a_reservation_held_past_its_limit_is_released_with_an_event_and_a_notice():
+    scenario = _race_scenario(reservationTimeout=600)
+    cache, client = scenario.cache(), RecordingClusterClient()
+    config = scenario.config
+    report = run_cycle(cache, config, client, now=1000.0)
+    assert binds(client) == {} and report.notices == []
+    report = run_cycle(cache, config, client, now=1599.0)
+    assert binds(client) == {} and report.notices == []  # held 599 s: still reserved
+
+    report = run_cycle(cache, config, client, now=1600.0)
+    assert report.notices == [
+        "pod ns/pod-2: reservation of 1 CPU, 1Gi memory in queue q released after 10m0s "
+        "without a node (limit 10m0s)"
+    ]
+    events = [c for c in client.of("record_event") if c[3] == "QueueReservationExpired"]
+    assert [e[1] for e in events] == ["ns/pod-2"]
+    assert binds(client) == {"ns/pod-3": "n1"}  # the queue is free for others again
+
+    report = run_cycle(cache, config, client, now=1700.0)
+    assert report.notices == []  # released once, never re-reserved
+    assert len([c for c in client.of("record_event") if c[3] == "QueueReservationExpired"]) == 1
+
+
+def test_capacity_arguments_are_checked():
+    scenario = _race_scenario(gateReservation="yes")
+    with pytest.raises(ValueError, match="argument gateReservation: expected true or false"):
+        scenario.run()
