@@ -36,6 +36,9 @@ class SchedulerConfig:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
     scheduler_name: str = "volcano"
+    # Seed 002: pipeline decisions persist in the cache across cycles. False restores
+    # Volcano's behaviour before it (decisions end with the cycle), for comparison.
+    pipeline_persistence: bool = True
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SchedulerConfig:
@@ -50,7 +53,12 @@ class SchedulerConfig:
             tiers.append(
                 tuple(_plugin(p, f"tiers[{i}].plugins[{j}]") for j, p in enumerate(plugins))
             )
-        config = cls(tuple(actions), tuple(tiers), raw.get("schedulerName") or "volcano")
+        persistence = raw.get("pipelinePersistence", True)
+        if not isinstance(persistence, bool):
+            raise ConfigError(f"pipelinePersistence: expected true or false, got {persistence!r}")
+        config = cls(
+            tuple(actions), tuple(tiers), raw.get("schedulerName") or "volcano", persistence
+        )
         config.validate()
         return config
 
@@ -79,6 +87,7 @@ class SchedulerConfig:
                 for tier in self.tiers
             ],
             "schedulerName": self.scheduler_name,
+            "pipelinePersistence": self.pipeline_persistence,
         }
 
 
@@ -92,7 +101,7 @@ def _plugin(raw: Any, where: str) -> PluginOption:
 
 
 DEFAULT_CONFIG_YAML = """
-actions: "enqueue, allocate, backfill"
+actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins:
   - name: priority

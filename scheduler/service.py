@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 
 from kubernetes import client
@@ -94,6 +95,10 @@ class SchedulerService:
             self.gate_pool = GateRemovalPool(self.cluster)
             gate_remover = self.gate_pool.submit
         self.gate_remover = gate_remover
+        # nominatedNodeName patches leave the cycle too (seed 002: Cache.pipeline's goroutine).
+        self.cache.async_writes = (
+            ThreadPoolExecutor(max_workers=2, thread_name_prefix="status") if act else None
+        )
         self.feeder = CacheFeeder(self.cache)
         self.informers = InformerSet(api, WATCHED_KINDS, self.feeder)
 
@@ -119,3 +124,5 @@ class SchedulerService:
         self.informers.stop()
         if self.gate_pool is not None:
             self.gate_pool.shutdown()
+        if self.cache.async_writes is not None:
+            self.cache.async_writes.shutdown(wait=True)

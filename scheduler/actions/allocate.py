@@ -16,17 +16,33 @@ from scheduler.api.helpers import (
     has_queue_allocation_gate_annotation,
     scheduling_gates,
 )
+from scheduler.api.task_info import TaskStatus
 from scheduler.framework.statement import Statement
 from scheduler.plugins.predicates import fit_error_message, resource_reasons
 
 
 def execute(ssn) -> None:
-    jobs_by_queue: dict[str, list] = {}
+    """Jobs holding pipeline decisions go first, in their own pass, so a persisted decision
+    is continued before new arrivals can take its node (seed 002, change 3)."""
+    pipelined, pending = _contexts(ssn)
+    _allocate_resources(ssn, pipelined)
+    _allocate_resources(ssn, pending)
+
+
+def _contexts(ssn) -> tuple[dict[str, list], dict[str, list]]:
+    pipelined: dict[str, list] = {}
+    pending: dict[str, list] = {}
     for job in ssn.jobs.values():
-        if job.is_pending() or not job.pending_tasks():
+        if job.is_pending() or not (job.pending_tasks() or job.pipelined_num()):
             continue
-        heap = jobs_by_queue.setdefault(job.queue, [])
-        heap.append((ssn.job_order_key(job), job.uid))
+        # Volcano files every JobPipelined job here; only jobs that actually hold a pipelined
+        # task have a decision to protect, so a running job's extra pods keep their turn.
+        context = pipelined if job.pipelined_num() and ssn.job_pipelined(job) else pending
+        context.setdefault(job.queue, []).append((ssn.job_order_key(job), job.uid))
+    return pipelined, pending
+
+
+def _allocate_resources(ssn, jobs_by_queue: dict[str, list]) -> None:
     remaining: dict[str, deque] = {}  # job uid -> tasks not tried yet, in order (Volcano keeps
     # one task queue per job across pops, so a task is tried at most once per action)
     queue_heap = []
@@ -41,15 +57,28 @@ def execute(ssn) -> None:
             continue
         job = ssn.jobs[heapq.heappop(heap)[1]]
         if job.uid not in remaining:
-            remaining[job.uid] = deque(sorted(job.pending_tasks(), key=ssn.task_order_key))
+            remaining[job.uid] = deque(_worksheet(ssn, job))
         if _allocate_job(ssn, queue, job, remaining[job.uid]):
             heapq.heappush(heap, (ssn.job_order_key(job), job.uid))
         if heap:
             heapq.heappush(queue_heap, (ssn.queue_order_key(queue), name))
 
 
+def _worksheet(ssn, job) -> list:
+    """Pipelined tasks before Pending ones (seed 002), each group in task order."""
+    pipelined = job.index.get(TaskStatus.PIPELINED, {}).values()
+    return [
+        *sorted(pipelined, key=ssn.task_order_key),
+        *sorted(job.pending_tasks(), key=ssn.task_order_key),
+    ]
+
+
 def _allocate_job(ssn, queue, job, tasks: deque) -> bool:
-    """Place the job's tasks; True when it became ready with tasks left (it goes back in line)."""
+    """Place the job's tasks; True when it became ready with tasks left (it goes back in line).
+
+    Three ways out (seed 002, change 2): ready -> commit; pipelined -> commit too, so the
+    decisions persist; neither -> discard, freeing what the session reserved for it.
+    """
     stmt = Statement(ssn)
     more = False
     while tasks:
@@ -57,11 +86,9 @@ def _allocate_job(ssn, queue, job, tasks: deque) -> bool:
         if ssn.job_ready(job) and tasks:
             more = True
             break
-    if ssn.job_ready(job):
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
         ssn.cleanup_reservations(stmt)
         stmt.commit()
-    elif ssn.job_pipelined(job):
-        stmt.commit_pipelines()
     else:
         placed = [op.task for op in stmt.operations]
         stmt.discard()
@@ -70,6 +97,10 @@ def _allocate_job(ssn, queue, job, tasks: deque) -> bool:
 
 
 def _allocate_task(ssn, stmt, queue, job, task) -> None:
+    if task.status == TaskStatus.PIPELINED:
+        if _continue_pipeline(ssn, stmt, task):
+            return
+        stmt.unpipeline(task)  # the nominated node no longer fits it: look again (problem 2)
     if task.best_effort:
         return  # best-effort tasks are the backfill action's
     if task.sch_gated and not has_only_volcano_scheduling_gate(task.pod):
@@ -89,7 +120,8 @@ def _allocate_task(ssn, stmt, queue, job, task) -> None:
             return
         ssn.writer.remove_gate(task)  # queue capacity is there: let the pod be seen (seed 000)
         task.sch_gated = False
-    node, pipelined = _select_node(ssn, job, task)
+    previous = task.last_transaction.nominated_node_name if task.last_transaction else ""
+    node, pipelined = _select_node(ssn, job, task, prefer=ssn.nodes.get(previous))
     if node is None:
         return
     if pipelined:
@@ -98,17 +130,43 @@ def _allocate_task(ssn, stmt, queue, job, task) -> None:
         stmt.allocate(task, node)
 
 
-def _select_node(ssn, job, task):
+def _continue_pipeline(ssn, stmt, task) -> bool:
+    """The nominated-node fast path: if the node's future idle still holds the task, allocate
+    it there when the resources are free now, else leave it pipelined there. Plain FutureIdle:
+    the task's own reservation counts against it, never added back (seed 002, problem 2)."""
+    node = ssn.nodes.get(task.nominated_node_name)
+    if node is None or task.node_name != node.name:
+        return False
+    matrix = ssn.matrix
+    vec = matrix.vector(task.fit_req)
+    if not (matrix.fits(vec, future=True)[node.index] and ssn.predicate_mask(task)[node.index]):
+        return False
+    if matrix.fits(vec, future=False)[node.index]:
+        stmt.allocate(task, node)  # Pipelined -> Allocated on the same node
+    else:
+        stmt.pipeline(task, node)  # already there: a no-op, no duplicate event
+        ssn.wait(task, f"pipelined on {node.name} until resources are released there")
+    return True
+
+
+def _select_node(ssn, job, task, prefer=None):
+    """Volcano's allocate predicate: a node must hold the task in its future idle (idle +
+    releasing - pipelined), so nothing takes room promised to a pipelined task. Among those,
+    nodes with room now get an allocation, the others a pipeline. The node the task was last
+    nominated to wins its gradient, so a decision does not drift."""
     matrix = ssn.matrix
     vec = matrix.vector(task.fit_req)
     mask = ssn.predicate_mask(task)
-    for future in (False, True):
-        fit = mask & matrix.fits(vec, future=future)
+    future = mask & matrix.fits(vec, future=True)
+    now = future & matrix.fits(vec, future=False)
+    for fit, pipelined in ((now, False), (future, True)):
         if fit.any():
+            if prefer is not None and prefer.index >= 0 and fit[prefer.index]:
+                return prefer, pipelined
             scores = ssn.node_scores(task, vec) if ssn.node_score_fns else np.zeros(len(fit))
             # argmax takes the first best node: nodes are sorted by name, so ties are stable.
             best = int(np.argmax(np.where(fit, scores, -np.inf)))
-            return ssn.node_list[best], future
+            return ssn.node_list[best], pipelined
     reasons = ssn.predicate_reasons(task, mask)
     reasons.update(resource_reasons(matrix, vec, mask))
     message = fit_error_message(len(ssn.node_list), reasons)

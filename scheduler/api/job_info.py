@@ -46,6 +46,7 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, str] = {}  # task uid -> why it fit nowhere
         self.job_fit_error = ""
         self.is_synthetic = False
+        self.priority_from_tasks = False
 
     @classmethod
     def from_podgroup(cls, pg: Mapping[str, Any], priority_classes: Mapping[str, int]) -> JobInfo:
@@ -64,7 +65,12 @@ class JobInfo:
         field = "spec.minResources"
         self.min_resources = Resource(parse_resource_list(min_res, obj=obj, field=field))
         self.phase = (pg.get("status") or {}).get("phase") or PG_PENDING
+        # Without a priorityClassName the gang takes its pods' highest priority, as the
+        # PodGroup Volcano's controller writes for them would carry their class.
+        self.priority_from_tasks = not spec.get("priorityClassName")
         self.priority = classes.get(spec.get("priorityClassName") or "", 0)
+        if self.priority_from_tasks and self.tasks:
+            self.priority = max(t.priority for t in self.tasks.values())
         self.creation = meta(pg).get("creationTimestamp") or ""
 
     @classmethod
@@ -89,10 +95,14 @@ class JobInfo:
         job.allocated = self.allocated.clone()
         job.nodes_fit_errors, job.job_fit_error = {}, ""
         if job.is_synthetic:
-            job.phase = PG_RUNNING if job.ready_task_num() else PG_PENDING
+            # A pod pipelined by an earlier cycle was admitted then: it stays admitted.
+            admitted = PG_INQUEUE if job.pipelined_num() else PG_PENDING
+            job.phase = PG_RUNNING if job.ready_task_num() else admitted
         return job
 
     def add_task(self, task: TaskInfo) -> None:
+        if self.priority_from_tasks and task.priority > self.priority:
+            self.priority = task.priority
         self.tasks[task.uid] = task
         self.index.setdefault(task.status, {})[task.uid] = task
         self._tally(task.status, 1)

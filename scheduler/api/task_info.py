@@ -66,10 +66,17 @@ def pod_status(pod: Mapping[str, Any]) -> TaskStatus:
     if phase == "Pending":
         if deleting:
             return TaskStatus.RELEASING
-        return TaskStatus.BOUND if (pod.get("spec") or {}).get("nodeName") else TaskStatus.PENDING
+        if (pod.get("spec") or {}).get("nodeName"):
+            return TaskStatus.BOUND
+        # A decision some scheduler instance persisted (seed 002, problem 4): continue it.
+        return TaskStatus.PIPELINED if nominated_node(pod) else TaskStatus.PENDING
     return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(
         phase, TaskStatus.UNKNOWN
     )
+
+
+def nominated_node(pod: Mapping[str, Any]) -> str:
+    return (pod.get("status") or {}).get("nominatedNodeName") or ""
 
 
 def pod_requests(pod: Mapping[str, Any], obj: str) -> tuple[Resource, Resource]:
@@ -113,11 +120,14 @@ class TaskInfo:
         self.node_req = self.resreq.clone().add(Resource({PODS: 1}))
         self.fit_req = self.init_resreq.clone().add(Resource({PODS: 1}))
         spec = pod.get("spec") or {}
-        self.node_name = spec.get("nodeName") or ""
+        nominated = nominated_node(pod)
+        # A Pipelined task sits on its nominated node, holding its reservation there.
+        pipelined = self.status == TaskStatus.PIPELINED
+        self.node_name = nominated if pipelined else spec.get("nodeName") or ""
         self.priority = _pod_priority(spec, priority_classes or {}, obj)
         self.creation = meta(pod).get("creationTimestamp") or ""
         self.sch_gated = bool(scheduling_gates(pod))
-        self.transaction = TransactionContext(self.node_name, "", self.status)
+        self.transaction = TransactionContext(self.node_name, nominated, self.status)
         self.last_transaction: TransactionContext | None = None
         # Hashable node constraints: pods that share it share one predicate mask per session.
         self.signature = pod_constraints(pod, obj=obj)
@@ -131,7 +141,9 @@ class TaskInfo:
 
     @property
     def nominated_node_name(self) -> str:
-        return (self.pod.get("status") or {}).get("nominatedNodeName") or ""
+        """Set synchronously with the pipeline decision, not when the watch brings the pod's
+        ``status.nominatedNodeName`` back (seed 002, problem 3)."""
+        return self.transaction.nominated_node_name
 
     def order_key(self) -> tuple:
         """Priority first (higher first), then creation time, then UID — deterministic."""

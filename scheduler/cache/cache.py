@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,14 +19,17 @@ from scheduler.api.helpers import (
     has_only_volcano_scheduling_gate,
     has_queue_allocation_gate_annotation,
     meta,
+    scheduling_gates,
     uid_of,
 )
 from scheduler.api.job_info import JobInfo
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
-from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext, allocated_status
 from scheduler.cache.client import ClusterClient
 from scheduler.plugins.queue_tree import QueueCycleError, queue_problem
+
+log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 _GONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
@@ -61,11 +66,18 @@ class SchedulerCache:
         self.ungate_confirm_timeout = UNGATE_CONFIRM_TIMEOUT
         self._reservations: dict[str, float | None] = {}
         self.gates_removed_at_bind = 0
+        # Where API writes that must not hold up a cycle run (nominatedNodeName patches):
+        # an Executor in a live scheduler; None runs them in line (tests, simulations).
+        self.async_writes: Executor | None = None
+        self._writes: set[Future] = set()
+        self.write_errors: list[str] = []
 
     # --- pods ------------------------------------------------------------------------------
 
     def add_pod(self, pod: Obj) -> None:
         with self._lock:
+            if self._keep_decision(pod):
+                return
             task = TaskInfo(pod, self.priority_classes)
             self._delete_task(task.uid)
             self._tasks[task.uid] = task
@@ -77,6 +89,26 @@ class SchedulerCache:
                 self._ungated.pop(task.uid, None)
 
     update_pod = add_pod
+
+    def _keep_decision(self, pod: Obj) -> bool:
+        """Volcano's ``allocatedPodInCache`` guard, extended to Pipelined (seed 002, change 6).
+
+        A watch event for a pod not bound yet — often the echo of our own nominatedNodeName or
+        condition patch — must not turn a task we allocated or pipelined back into Pending.
+        The task keeps its decision and takes the fresher pod object.
+        """
+        if (pod.get("spec") or {}).get("nodeName") or meta(pod).get("deletionTimestamp"):
+            return False
+        cached = self._tasks.get(uid_of(pod, "pod"))
+        if cached is None or cached.job_id not in self._jobs:
+            return False
+        if not (allocated_status(cached.status) or cached.status == TaskStatus.PIPELINED):
+            return False
+        cached.pod = pod
+        cached.sch_gated = bool(scheduling_gates(pod))
+        if not cached.sch_gated:
+            self._ungated.pop(cached.uid, None)
+        return True
 
     def delete_pod(self, pod: Obj) -> None:
         with self._lock:
@@ -258,3 +290,95 @@ class SchedulerCache:
             else:
                 cached.status = TaskStatus.RELEASING
             node.add_task(cached)
+
+    # --- pipelines (seed 002) --------------------------------------------------------------
+
+    def pipeline(self, task: TaskInfo, node_name: str, client: ClusterClient) -> bool:
+        """Persist "``task`` runs on ``node_name`` once resources are released".
+
+        Under the lock, the cached task becomes Pipelined on the node, holding its request in
+        the node's pipelined resources; outside it, ``status.nominatedNodeName`` is patched
+        asynchronously, and a failed patch resyncs the task from its pod. Returns False when
+        the cache already held exactly this decision (nothing written, no new event). Raises
+        KeyError if the task or the node is unknown, and leaves the cache as it was.
+        """
+        with self._lock:
+            cached = self._tasks.get(task.uid)
+            if cached is None or cached.job_id not in self._jobs:
+                raise KeyError(f"pod {task.namespace}/{task.name}: not in the scheduler cache")
+            node = self._nodes.get(node_name)
+            if node is None:
+                raise KeyError(f"pod {task.namespace}/{task.name}: node {node_name} is unknown")
+            if cached.status == TaskStatus.PIPELINED and cached.node_name == node_name:
+                return False
+            self._move(cached, TaskStatus.PIPELINED, node_name)
+            pod = cached.pod
+        self._write(
+            lambda: client.patch_nominated_node(pod, node_name),
+            f"pod {task.namespace}/{task.name}: set status.nominatedNodeName={node_name}",
+            task.uid,
+        )
+        return True
+
+    def unpipeline(self, task: TaskInfo, client: ClusterClient) -> bool:
+        """Drop a persisted pipeline decision that no longer holds: the task is Pending again,
+        its node reservation released and ``status.nominatedNodeName`` cleared (else the next
+        rebuild from the pod would restore it). False when the cache held no such decision."""
+        with self._lock:
+            cached = self._tasks.get(task.uid)
+            if cached is None or cached.status != TaskStatus.PIPELINED:
+                return False
+            self._move(cached, TaskStatus.PENDING, "")
+            pod = cached.pod
+        self._write(
+            lambda: client.patch_nominated_node(pod, None),
+            f"pod {task.namespace}/{task.name}: clear status.nominatedNodeName",
+            task.uid,
+        )
+        return True
+
+    def _move(self, cached: TaskInfo, status: TaskStatus, node_name: str) -> None:
+        """Re-account a cached task under a new status and node (the lock is held)."""
+        old_node = self._nodes.get(cached.node_name)
+        if old_node is not None:
+            old_node.remove_task(cached)
+        job = self._jobs[cached.job_id]
+        job.update_task_status(cached, status)
+        cached.node_name = node_name
+        cached.transaction = TransactionContext(
+            node_name, node_name if status == TaskStatus.PIPELINED else "", status
+        )
+        if node_name:
+            self._nodes[node_name].add_task(cached)
+
+    def _write(self, call, what: str, uid: str) -> None:
+        def run() -> None:
+            try:
+                call()
+            except Exception as exc:  # the cache must not keep what the cluster refused
+                self.write_errors.append(f"{what}: {exc}")
+                log.warning("%s failed: %s; resyncing", what, exc, extra={"object": what})
+                self._resync(uid)
+
+        if self.async_writes is None:
+            run()
+            return
+        future = self.async_writes.submit(run)
+        with self._lock:
+            self._writes.add(future)
+        future.add_done_callback(self._writes.discard)
+
+    def _resync(self, uid: str) -> None:
+        """Volcano's ``resyncTask``: rebuild the task from the last pod the watch delivered."""
+        with self._lock:
+            cached = self._tasks.get(uid)
+            if cached is not None:
+                self._delete_task(uid)
+                self.add_pod(cached.pod)
+
+    def wait_for_writes(self, timeout: float = 10.0) -> bool:
+        """Wait for the asynchronous writes queued so far (tests, and a clean shutdown)."""
+        with self._lock:
+            pending = list(self._writes)
+        done, not_done = wait(pending, timeout=timeout)
+        return not not_done

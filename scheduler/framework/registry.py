@@ -1,10 +1,10 @@
-"""Name -> class registries for plugins and actions (preempt and reclaim come later)."""
+"""Name -> class registries for plugins and actions."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler.actions import allocate, backfill, enqueue
+from scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import BinpackPlugin, NodeOrderPlugin
@@ -21,6 +21,8 @@ ACTIONS: dict[str, Callable] = {
     "enqueue": enqueue.execute,
     "allocate": allocate.execute,
     "backfill": backfill.execute,
+    "preempt": preempt.execute,
+    "reclaim": reclaim.execute,
 }
 
 

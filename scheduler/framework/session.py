@@ -33,12 +33,19 @@ class Session:
         self.skipped_jobs: dict[str, JobInfo] = snapshot.skipped_jobs
         self.invalid_jobs: dict[str, tuple[JobInfo, str, str]] = {}  # uid -> (job, reason, msg)
         self.config, self.writer, self.now = config, writer, now
+        writer.persist_pipelines = config.pipeline_persistence
         self.reservations = snapshot.reservations
         self.notices: list[str] = []  # lines for the cycle report (e.g. expired reservations)
         extra = {
             k for j in self.jobs.values() for t in j.tasks.values() for k in t.init_resreq.values
         }
         self.matrix = NodeMatrix(list(self.nodes.values()), extra)
+        # Decisions persisted by earlier cycles (seed 002): task uid -> nominated node.
+        self.pipelined_at_open = {
+            t.uid: t.node_name
+            for j in self.jobs.values()
+            for t in j.index.get(TaskStatus.PIPELINED, {}).values()
+        }
         self.node_list = self.matrix.nodes
         self.waiting: dict[str, str] = {}  # task uid -> why it is still waiting
         self.plugins: list[Any] = []
@@ -52,9 +59,10 @@ class Session:
         self.job_enqueued_fns: list[Callable[[JobInfo], None]] = []
         self.allocatable_fns: list[Callable[[QueueInfo, TaskInfo], Refusal]] = []
         self.overused_fns: list[Callable[[QueueInfo], bool]] = []
-        # For preempt and reclaim (a later part): (preemptor, candidates) -> victims.
+        # For preempt and reclaim: (preemptor, candidates) -> victims.
         self.preemptable_fns: list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]] = []
         self.reclaimable_fns: list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]] = []
+        self.preemptive_fns: list[Callable[[QueueInfo, TaskInfo], Refusal]] = []
         self.predicate_fns: list[Callable[[TaskInfo], np.ndarray]] = []
         self.predicate_reason_fns: list[Callable[[TaskInfo, np.ndarray], dict[str, int]]] = []
         self.node_score_fns: list[Callable[[TaskInfo, np.ndarray], np.ndarray]] = []
@@ -79,8 +87,21 @@ class Session:
                 self.invalid_jobs[uid] = (self.jobs.pop(uid), *verdict)
 
     def close(self) -> None:
+        self._release_stale_pipelines()
         for fn in self.close_fns:
             fn(self)
+
+    def _release_stale_pipelines(self) -> None:
+        """A task that came in Pipelined (a persisted decision) and leaves the cycle Pending
+        was unpipelined for good: its nominated node no longer fits it and no other node took
+        it. Drop the decision in the cache and on the pod, or it would hold the node forever.
+        """
+        for job in self.jobs.values():
+            for task in job.index.get(TaskStatus.PENDING, {}).values():
+                node_name = self.pipelined_at_open.get(task.uid)
+                if node_name is not None:
+                    reason = self.waiting.get(task.uid) or "nominated node no longer fits"
+                    self.writer.unpipeline(task, node_name, reason)
 
     # --- orderings -------------------------------------------------------------------------
 
@@ -160,6 +181,14 @@ class Session:
     # --- state changes used by Statement ---------------------------------------------------
 
     def _place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        if task.status == TaskStatus.PIPELINED and task.node_name != node.name:
+            self._unplace(task, task.node_name)  # moving a decision: release the old node
+        if task.uid in node.tasks:
+            # Pipelined here before: re-account it in place, Pipelined -> Allocated (seed 002,
+            # problems 1 and 5), instead of failing on "task already on node".
+            node.remove_task(task)
+            for handler in self.deallocate_handlers:
+                handler(task)
         self.jobs[task.job_id].update_task_status(task, status)
         task.node_name = node.name  # as Volcano: task.NodeName is the transaction's NodeName
         nominated = node.name if status == TaskStatus.PIPELINED else ""
@@ -171,9 +200,10 @@ class Session:
             handler(task)
 
     def _unplace(self, task: TaskInfo, node_name: str) -> None:
-        node = self.nodes[node_name]
-        node.remove_task(task)
-        self.matrix.sync(node)
+        node = self.nodes.get(node_name)
+        if node is not None:  # a persisted decision may name a node that has since gone
+            node.remove_task(task)
+            self.matrix.sync(node)
         task.last_transaction = task.transaction.clone()
         self.jobs[task.job_id].update_task_status(task, TaskStatus.PENDING)
         task.node_name = ""
@@ -208,6 +238,36 @@ class Session:
         self.matrix.sync(node)
         for handler in self.allocate_handlers:
             handler(task)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(self.preemptable_fns, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(self.reclaimable_fns, reclaimer, candidates)
+
+    @staticmethod
+    def _victims(fns, task: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Victims every registered plugin agrees to (Volcano intersects the plugins' answers);
+        with no plugin registered, none."""
+        if not fns:
+            return []
+        chosen = None
+        for fn in fns:
+            allowed = {v.uid for v in fn(task, candidates)}
+            chosen = allowed if chosen is None else chosen & allowed
+        return [c for c in candidates if c.uid in chosen]
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Refusal:
+        """May ``queue`` take resources from other queues for ``task``? (reclaim)"""
+        for fn in self.preemptive_fns:
+            refusal = fn(queue, task)
+            if refusal:
+                return refusal
+        return None
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """The job still needs resources: it is neither ready nor pipelined."""
+        return not self.job_ready(job) and not self.job_pipelined(job)
 
     def wait(self, task: TaskInfo, reason: str) -> None:
         """Remember why a task is still waiting (for the report and its pod condition)."""

@@ -40,9 +40,11 @@ class Writer:
         client: ClusterClient | None,
         act: bool = True,
         gate_remover: GateRemover | None = None,
+        persist_pipelines: bool = True,
     ):
         self.cache, self.client = cache, client
         self.act = act and client is not None
+        self.persist_pipelines = persist_pipelines
         self.gate_remover = gate_remover
         self.gates_queued = 0
         self._removed_inline: set[str] = set()
@@ -65,12 +67,29 @@ class Writer:
                 return
         self._record(task, "Pending", "Binding", node_name, "allocated")
 
-    def nominate(self, task: TaskInfo, node_name: str) -> None:
-        self._record(
-            task, "Pending", "Pipelined", node_name, "waiting for resources to be released"
-        )
-        if self.act and task.nominated_node_name != node_name:
-            self.client.patch_nominated_node(task.pod, node_name)
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        """Persist a pipeline decision through the cache (seed 002): the only path that sets
+        ``status.nominatedNodeName``. Raises when the cache cannot take it (the statement
+        then unpipelines the task). With persistence off the decision ends with the cycle,
+        as in Volcano before seed 002, and nothing is written."""
+        if not self.persist_pipelines:
+            return
+        if self.act:
+            if not self.cache.pipeline(task, node_name, self.client):
+                return  # the cache already holds this decision: no new transition or event
+            message = (
+                f"pod {task.namespace}/{task.name} pipelined to node {node_name}, waiting for "
+                "resources to be released"
+            )
+            self.event(task.pod, "Normal", "Pipelined", message)
+        reason = "waiting for resources to be released"
+        self._record(task, "Pending", "Pipelined", node_name, reason)
+
+    def unpipeline(self, task: TaskInfo, node_name: str, reason: str) -> None:
+        """Release a persisted decision that no longer holds (its pod loses nominatedNodeName)."""
+        if self.act and not self.cache.unpipeline(task, self.client):
+            return
+        self._record(task, "Pipelined", "Pending", node_name, reason)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         if self.act:

@@ -32,6 +32,8 @@ class CapacityPlugin(Plugin):
         ssn.allocate_handlers.append(lambda task: self._on_change(task, +1))
         ssn.deallocate_handlers.append(lambda task: self._on_change(task, -1))
         ssn.cleanup_reservations_fns.append(self.cleanup_reservations)
+        ssn.reclaimable_fns.append(self.reclaimable)
+        ssn.preemptive_fns.append(self.preemptive)
         ssn.close_fns.append(self._refresh_inqueue)
 
     def _share(self, name: str) -> float:
@@ -48,6 +50,11 @@ class CapacityPlugin(Plugin):
                 attr.allocated.add(job.allocated)
                 attr.inqueue.add(inqueue)
                 attr.elastic.add(elastic)
+            for task in job.index.get(TaskStatus.PIPELINED, {}).values():
+                # A persisted pipeline decision (seed 002) holds its share of the queue, as a
+                # task pipelined during the cycle does.
+                for attr in chain:
+                    attr.allocated.add(task.resreq)
             for task in job.index.get(TaskStatus.PENDING, {}).values():
                 # Passed the capacity check earlier, gate removed, still pending: a reservation.
                 if not task.sch_gated and has_queue_allocation_gate_annotation(task.pod):
@@ -132,7 +139,7 @@ class CapacityPlugin(Plugin):
         min_req = job.min_resources
         if min_req is None or min_req.is_empty():
             return None
-        for level in attr.chain:
+        for level in _quota_levels(attr):
             future = min_req.clone().add(level.allocated).add(level.inqueue).sub(level.elastic)
             short = future.insufficient(level.real_capability, min_req.names())
             if short:
@@ -159,7 +166,7 @@ class CapacityPlugin(Plugin):
         for other in self.reserved.get(queue.name, {}).values():
             if other.uid != task.uid:
                 reserved.add(other.resreq)
-        for level in attr.chain:
+        for level in _quota_levels(attr):
             future = level.allocated.clone().add(reserved).add(task.resreq)
             short = future.insufficient(level.real_capability, task.resreq.names())
             if short:
@@ -167,6 +174,42 @@ class CapacityPlugin(Plugin):
         if has_queue_allocation_gate_annotation(task.pod):
             self._reserve(queue.name, task)
         return None
+
+    def preemptive(self, queue, task: TaskInfo) -> str | None:
+        """A queue may reclaim for ``task`` only while it stays within its deserved share."""
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return f"queue {queue.name} is unknown"
+        future = attr.allocated.clone().add(task.resreq)
+        over = [d for d in task.resreq.names() & attr.deserved.names()
+                if future.get(d) > attr.deserved.get(d) + 1e-9]  # fmt: skip
+        if over:
+            return (
+                f"queue {queue.name} would exceed its deserved share ({', '.join(sorted(over))}: "
+                f"allocated {attr.allocated.describe()}, deserved {attr.deserved.describe()})"
+            )
+        return None
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Victims from queues above their deserved share, while they stay at or above it in
+        some resource (Volcano's capacity reclaimable function)."""
+        victims, allocations = [], {}
+        for task in candidates:
+            queue = self.ssn.jobs[task.job_id].queue
+            attr = self.attrs.get(queue)
+            if attr is None or not attr.deserved.names():
+                continue  # no deserved share set: nothing is "above" it
+            allocated = allocations.setdefault(queue, attr.allocated.clone())
+            if allocated.less_equal(attr.deserved, attr.deserved.names()):
+                continue  # not above its deserved share
+            if any(allocated.get(d) < reclaimer.resreq.get(d) for d in reclaimer.resreq.names()):
+                continue
+            left = allocated.clone().sub(task.resreq)
+            if not any(attr.deserved.get(d) <= left.get(d) for d in attr.deserved.names()):
+                continue  # taking it would push the queue below its deserved share
+            allocated.sub(task.resreq)
+            victims.append(task)
+        return victims
 
     def cleanup_reservations(self, statement) -> None:
         for op in statement.operations:
@@ -188,6 +231,15 @@ class CapacityPlugin(Plugin):
 
 
 RESERVATION_TIMEOUT = 900.0  # seconds: Cluster Autoscaler's default max node provision time
+
+
+def _quota_levels(attr: QueueAttr) -> list[QueueAttr]:
+    """The queue and its ancestors that carry a quota. The implicit root's only limit is the
+    cluster's size: a full cluster is the nodes' business (allocate, reclaim, the autoscaler),
+    never a reason to refuse a workload its queue has room for."""
+    return [
+        level for level in attr.chain if level.name != ROOT_QUEUE or level.capability is not None
+    ]
 
 
 def _flag(arguments, key: str, default: bool) -> bool:

@@ -20,6 +20,23 @@ class GangPlugin(Plugin):
         ssn.job_pipelined_fns.append(
             lambda job: job.ready_task_num() + job.pipelined_num() >= job.min_available
         )
+        ssn.preemptable_fns.append(lambda task, candidates: _keep_gangs(ssn, candidates))
+        ssn.reclaimable_fns.append(lambda task, candidates: _keep_gangs(ssn, candidates))
+
+
+def _keep_gangs(ssn, candidates: list) -> list:
+    """Victims that leave each job at least minAvailable ready tasks; a job of minAvailable 1
+    is no gang, so any of its tasks may go."""
+    victims, occupied = [], {}
+    for task in candidates:
+        job = ssn.jobs.get(task.job_id)
+        if job is None:
+            continue
+        left = occupied.setdefault(job.uid, job.ready_task_num())
+        if left > job.min_available or job.min_available <= 1:
+            occupied[job.uid] = left - 1
+            victims.append(task)
+    return victims
 
 
 def _ready(job: JobInfo) -> bool:

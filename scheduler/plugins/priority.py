@@ -11,3 +11,17 @@ class PriorityPlugin(Plugin):
     def on_session_open(self, ssn) -> None:
         ssn.job_order_fns.append(lambda job: -job.priority)
         ssn.task_order_fns.append(lambda task: -task.priority)
+        ssn.preemptable_fns.append(lambda task, candidates: _lower_priority(ssn, task, candidates))
+
+
+def _lower_priority(ssn, preemptor, candidates: list) -> list:
+    """Tasks of lower-priority jobs; within the preemptor's own job, lower-priority tasks."""
+    own = ssn.jobs[preemptor.job_id]
+    victims = []
+    for task in candidates:
+        job = ssn.jobs.get(task.job_id)
+        if job is None:
+            continue
+        if job.uid != own.uid and job.priority < own.priority or job.uid == own.uid and task.priority < preemptor.priority:
+            victims.append(task)
+    return victims

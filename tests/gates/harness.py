@@ -71,14 +71,19 @@ class Harness:
         self.settle()
         report = self.service.run_once()
         assert self.service.gate_pool.wait_idle(10), "gate removals did not finish"
+        assert self.service.cache.wait_for_writes(10), "status patches did not finish"
         self.settle()
         self.reports.append(report)
         return report
 
-    def step(self, seconds: int = 1) -> None:
-        """``seconds`` one-second rounds of simulation then one scheduling cycle."""
+    def step(self, seconds: int = 1, controller=None) -> None:
+        """``seconds`` one-second rounds of simulation then one scheduling cycle; a
+        ``controller`` callable plays a workload controller between the two."""
         for _ in range(seconds):
             self.sim.step(self.clock.now())
+            if controller is not None:
+                self.settle()
+                controller()
             self.cycle()
             self.clock.advance(1)
 

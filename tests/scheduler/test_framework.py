@@ -44,7 +44,12 @@ def test_commit_binds_allocations_and_nominates_pipelines():
     stmt.allocate(tasks[0], ssn.nodes["n1"])
     stmt.pipeline(tasks[1], ssn.nodes["n1"])
     stmt.commit()
-    assert client.calls == [("bind", "ns/a", "n1"), ("patch_nominated_node", "ns/b", "n1")]
+    assert client.calls == [
+        ("bind", "ns/a", "n1"),
+        ("patch_nominated_node", "ns/b", "n1"),
+        ("record_event", "ns/b", "Normal", "Pipelined",
+         "pod ns/b pipelined to node n1, waiting for resources to be released"),
+    ]  # fmt: skip
 
 
 def test_evict_then_discard_restores_the_running_task():
@@ -71,8 +76,8 @@ def test_config_parses_volcano_shape_and_rejects_unknown_names():
     assert config.actions == ("enqueue", "allocate")
     assert config.tiers[0][1].arguments == {"leastrequested.weight": 2}
     assert SchedulerConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(ConfigError, match="unknown action 'preempt'"):
-        SchedulerConfig.from_dict({"actions": "preempt", "tiers": []})
+    with pytest.raises(ConfigError, match="unknown action 'shuffle'"):
+        SchedulerConfig.from_dict({"actions": "shuffle", "tiers": []})
     with pytest.raises(ConfigError, match="unknown plugin 'drf'"):
         SchedulerConfig.from_dict(
             {"actions": "allocate", "tiers": [{"plugins": [{"name": "drf"}]}]}

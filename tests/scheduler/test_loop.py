@@ -37,7 +37,13 @@ def test_report_is_json_serialisable_and_complete():
     data = json.loads(json.dumps(report.to_dict()))
     assert set(data) >= {"started_at", "duration_s", "action_durations_s", "queues",
                          "transitions", "waiting", "mode"}  # fmt: skip
-    assert set(data["action_durations_s"]) == {"enqueue", "allocate", "backfill"}
+    assert set(data["action_durations_s"]) == {
+        "enqueue",
+        "allocate",
+        "preempt",
+        "reclaim",
+        "backfill",
+    }
     q = next(x for x in data["queues"] if x["name"] == "q")
     assert q["capability"]["cpu"] == 1000 and q["allocated"] == {"cpu": 1000, "memory": 2**30}
     assert q["counts"]["gated"] == 1 and q["counts"]["unschedulable"] == 1

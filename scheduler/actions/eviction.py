@@ -1,0 +1,91 @@
+"""What preempt and reclaim share: find a node where evicting some running tasks makes room
+for a waiting task, evict just enough of them, and pipeline the task onto that node.
+
+The evicted pods release their resources over their termination grace period; until then
+the node's future idle (idle + releasing - pipelined) is what the pipelined task holds, and
+the decision persists across cycles through the cache (seed 002).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scheduler.api.resource import Resource
+from scheduler.api.task_info import TaskInfo, TaskStatus
+
+PREEMPTABLE = "volcano.sh/preemptable"
+
+VictimFilter = Callable[[TaskInfo], bool]
+Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+
+
+def preemptable(task: TaskInfo) -> bool:
+    """``volcano.sh/preemptable`` (annotation, then label); a pod is preemptable by default."""
+    meta = task.pod.get("metadata") or {}
+    for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
+        if PREEMPTABLE in source:
+            return str(source[PREEMPTABLE]).strip().lower() in {"true", "1", "t", "yes"}
+    return True
+
+
+def may_preempt(task: TaskInfo) -> bool:
+    """A pod with ``preemptionPolicy: Never`` waits instead of evicting others."""
+    return (task.pod.get("spec") or {}).get("preemptionPolicy") != "Never"
+
+
+def candidates_on(node, keep: VictimFilter) -> list[TaskInfo]:
+    return [
+        t
+        for t in node.tasks.values()
+        if t.status == TaskStatus.RUNNING and not t.resreq.is_empty() and preemptable(t) and keep(t)
+    ]
+
+
+def evict_for(ssn, stmt, task: TaskInfo, keep: VictimFilter, victims_of: Victims, why: str) -> bool:
+    """Make room for ``task`` on the first suitable node and pipeline it there.
+
+    Nodes are tried best score first (name breaks ties). On a node, the plugins choose the
+    victims among the running tasks ``keep`` allows; if even all of them would not free
+    enough, the node is skipped. Victims go lowest priority, newest first, until the task
+    fits the node's future idle. Returns True when the task was pipelined.
+    """
+    matrix = ssn.matrix
+    vec = matrix.vector(task.fit_req)
+    mask = ssn.predicate_mask(task)
+    scores = ssn.node_scores(task, vec) if ssn.node_score_fns else [0.0] * len(ssn.node_list)
+    order = sorted((i for i in range(len(ssn.node_list)) if mask[i]), key=lambda i: -scores[i])
+    for i in order:
+        node = ssn.node_list[i]
+        victims = victims_of(task, candidates_on(node, keep))
+        if not victims:
+            continue
+        freed = Resource()
+        for victim in victims:
+            freed.add(victim.node_req)
+        if not task.fit_req.less_equal(node.future_idle.add(freed)):
+            continue  # even every allowed victim would not make room here
+        victims.sort(key=ssn.task_order_key, reverse=True)
+        for victim in victims:
+            if task.fit_req.less_equal(node.future_idle):
+                break
+            stmt.evict(victim, f"{why} {task.namespace}/{task.name}")
+        if task.fit_req.less_equal(node.future_idle):
+            stmt.pipeline(task, node)
+            return True
+    return False
+
+
+def starving_jobs_by_queue(ssn) -> dict[str, list]:
+    """Admitted jobs that still need resources, with their pending tasks, by queue."""
+    out: dict[str, list] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending() or not ssn.job_starving(job):
+            continue
+        if any(not t.sch_gated and not t.best_effort for t in job.pending_tasks()):
+            out.setdefault(job.queue, []).append(job)
+    return out
+
+
+def pending_tasks(ssn, job) -> list[TaskInfo]:
+    tasks = [t for t in job.pending_tasks() if not t.sch_gated and not t.best_effort]
+    return sorted(tasks, key=ssn.task_order_key)

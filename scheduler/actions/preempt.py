@@ -1,0 +1,36 @@
+"""preempt: within a queue, a starving job's tasks evict lower-priority running tasks of other
+jobs in the same queue, and are pipelined onto the node they free (Volcano's preempt, phase 1).
+
+A job's evictions are committed only if the job ends up pipelined (gang: ready + pipelined
+reach minAvailable); otherwise nothing is evicted for it.
+"""
+
+from __future__ import annotations
+
+from scheduler.actions.eviction import evict_for, may_preempt, pending_tasks, starving_jobs_by_queue
+from scheduler.framework.statement import Statement
+
+
+def execute(ssn) -> None:
+    by_queue = starving_jobs_by_queue(ssn)
+    for name in sorted(by_queue, key=lambda q: ssn.queue_order_key(ssn.queues[q])):
+        for job in sorted(by_queue[name], key=ssn.job_order_key):
+            _preempt_for(ssn, job)
+
+
+def _preempt_for(ssn, job) -> None:
+    stmt = Statement(ssn)
+
+    def same_queue_other_job(task) -> bool:
+        other = ssn.jobs.get(task.job_id)
+        return other is not None and other.queue == job.queue and other.uid != job.uid
+
+    for task in pending_tasks(ssn, job):
+        if not ssn.job_starving(job):
+            break
+        if may_preempt(task):
+            evict_for(ssn, stmt, task, same_queue_other_job, ssn.preemptable, "preempted for")
+    if ssn.job_pipelined(job):
+        stmt.commit()
+    else:
+        stmt.discard()
