@@ -33,7 +33,7 @@ def _contexts(ssn) -> tuple[dict[str, list], dict[str, list]]:
     pipelined: dict[str, list] = {}
     pending: dict[str, list] = {}
     for job in ssn.jobs.values():
-        if job.is_pending() or not (job.pending_tasks() or job.pipelined_num()):
+        if job.is_pending() or not (job.count(TaskStatus.PENDING) or job.pipelined_num()):
             continue
         # Volcano files every JobPipelined job here; only jobs that actually hold a pipelined
         # task have a decision to protect, so a running job's extra pods keep their turn.
@@ -66,11 +66,11 @@ def _allocate_resources(ssn, jobs_by_queue: dict[str, list]) -> None:
 
 def _worksheet(ssn, job) -> list:
     """Pipelined tasks before Pending ones (seed 002), each group in task order."""
-    pipelined = job.index.get(TaskStatus.PIPELINED, {}).values()
-    return [
-        *sorted(pipelined, key=ssn.task_order_key),
-        *sorted(job.pending_tasks(), key=ssn.task_order_key),
-    ]
+    pending = sorted(job.pending_tasks(), key=ssn.task_order_key)
+    if not job.pipelined_num():
+        return pending
+    pipelined = job.index[TaskStatus.PIPELINED].values()
+    return [*sorted(pipelined, key=ssn.task_order_key), *pending]
 
 
 def _allocate_job(ssn, queue, job, tasks: deque) -> bool:
@@ -157,9 +157,11 @@ def _select_node(ssn, job, task, prefer=None):
     matrix = ssn.matrix
     vec = matrix.vector(task.fit_req)
     mask = ssn.predicate_mask(task)
-    future = mask & matrix.fits(vec, future=True)
-    now = future & matrix.fits(vec, future=False)
-    for fit, pipelined in ((now, False), (future, True)):
+    now = mask & matrix.fits(vec, future=False)
+    if matrix.any_pipelined:
+        now &= matrix.fits(vec, future=True)
+    for pipelined in (False, True):
+        fit = mask & matrix.fits(vec, future=True) if pipelined else now
         if fit.any():
             if prefer is not None and prefer.index >= 0 and fit[prefer.index]:
                 return prefer, pipelined

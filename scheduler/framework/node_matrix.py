@@ -30,6 +30,9 @@ class NodeMatrix:
         self.releasing = self._matrix(n.releasing for n in self.nodes)
         self.pipelined = self._matrix(n.pipelined for n in self.nodes)
         self.future = self.idle + self.releasing - self.pipelined
+        # While no node holds a pipelined task, future idle >= idle everywhere, and a fit
+        # check on idle alone is exact (the common case, and the fast one).
+        self.any_pipelined = bool(self.pipelined.any())
         self.ready = np.array([n.ready for n in self.nodes], dtype=bool)
         # Avoid division by zero in scores: a node without a resource scores 0 on it.
         self.safe_allocatable = np.where(self.allocatable > 0, self.allocatable, 1.0)
@@ -75,3 +78,5 @@ class NodeMatrix:
             for k, v in res.values.items():
                 matrix[row, index[k]] = v
         self.future[row] = self.idle[row] + self.releasing[row] - self.pipelined[row]
+        if not node.pipelined.is_empty():
+            self.any_pipelined = True
