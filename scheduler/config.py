@@ -10,6 +10,9 @@ tiers:
   - name: capacity
   - name: nodeorder
     arguments: {leastrequested.weight: 1}
+configurations:            # action arguments, as Volcano's
+- name: enqueue
+  arguments: {admissionCheck: true, retryAfter: 60, admitUnknown: false}
 """
 
 from __future__ import annotations
@@ -36,9 +39,19 @@ class SchedulerConfig:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
     scheduler_name: str = "volcano"
+    configurations: tuple[PluginOption, ...] = ()  # per-action arguments
     # Seed 002: pipeline decisions persist in the cache across cycles. False restores
     # Volcano's behaviour before it (decisions end with the cycle), for comparison.
     pipeline_persistence: bool = True
+
+    def action_arguments(self, action: str) -> Mapping[str, Any]:
+        for option in self.configurations:
+            if option.name == action:
+                return option.arguments
+        return {}
+
+    def enqueue_arguments(self) -> EnqueueArguments:
+        return EnqueueArguments.parse(self.action_arguments("enqueue"))
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SchedulerConfig:
@@ -53,11 +66,19 @@ class SchedulerConfig:
             tiers.append(
                 tuple(_plugin(p, f"tiers[{i}].plugins[{j}]") for j, p in enumerate(plugins))
             )
+        configurations = tuple(
+            _plugin(c, f"configurations[{i}]")
+            for i, c in enumerate(raw.get("configurations") or [])
+        )
         persistence = raw.get("pipelinePersistence", True)
         if not isinstance(persistence, bool):
             raise ConfigError(f"pipelinePersistence: expected true or false, got {persistence!r}")
         config = cls(
-            tuple(actions), tuple(tiers), raw.get("schedulerName") or "volcano", persistence
+            tuple(actions),
+            tuple(tiers),
+            raw.get("schedulerName") or "volcano",
+            configurations,
+            persistence,
         )
         config.validate()
         return config
@@ -78,9 +99,15 @@ class SchedulerConfig:
                     raise ConfigError(
                         f"tiers: unknown plugin {option.name!r}; known: {sorted(PLUGINS)}"
                     )
+        for option in self.configurations:
+            if option.name not in ACTIONS:
+                raise ConfigError(
+                    f"configurations: unknown action {option.name!r}; known: {sorted(ACTIONS)}"
+                )
+        self.enqueue_arguments()  # raises ConfigError naming a bad enqueue argument
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        raw = {
             "actions": ", ".join(self.actions),
             "tiers": [
                 {"plugins": [{"name": p.name, "arguments": dict(p.arguments)} for p in tier]}
@@ -89,6 +116,70 @@ class SchedulerConfig:
             "schedulerName": self.scheduler_name,
             "pipelinePersistence": self.pipeline_persistence,
         }
+        if self.configurations:
+            raw["configurations"] = [
+                {"name": c.name, "arguments": dict(c.arguments)} for c in self.configurations
+            ]
+        return raw
+
+    def with_action_arguments(self, action: str, **arguments: Any) -> SchedulerConfig:
+        """A copy with ``arguments`` merged into ``action``'s configuration."""
+        raw = self.to_dict()
+        entries = raw.setdefault("configurations", [])
+        entry = next((c for c in entries if c["name"] == action), None)
+        if entry is None:
+            entry = {"name": action, "arguments": {}}
+            entries.append(entry)
+        entry["arguments"].update(arguments)
+        return SchedulerConfig.from_dict(raw)
+
+
+@dataclass(frozen=True)
+class EnqueueArguments:
+    """The enqueue action's arguments: the node-capacity admission check (seed 004).
+
+    The check runs only when the scheduler is also given a capacity snapshot source; these
+    arguments then decide whether it may hold workloads back, and how.
+    """
+
+    admission_check: bool = True  # admissionCheck
+    retry_after_s: float = 60.0  # retryAfter: seconds before a held workload is evaluated again
+    admit_unknown: bool = False  # admitUnknown: admit when the evaluator runs out of time
+    max_snapshot_age_s: float | None = None  # maxSnapshotAge: older snapshots hold (Pending)
+
+    @classmethod
+    def parse(cls, arguments: Mapping[str, Any]) -> EnqueueArguments:
+        known = {"admissionCheck", "retryAfter", "admitUnknown", "maxSnapshotAge"}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise ConfigError(
+                f"configurations[enqueue].arguments: unknown {unknown}; known: {sorted(known)}"
+            )
+        age = arguments.get("maxSnapshotAge")
+        return cls(
+            admission_check=_bool(arguments, "admissionCheck", True),
+            retry_after_s=_seconds(arguments, "retryAfter", 60.0),
+            admit_unknown=_bool(arguments, "admitUnknown", False),
+            max_snapshot_age_s=None if age is None else _seconds(arguments, "maxSnapshotAge", 0),
+        )
+
+
+def _bool(arguments: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = arguments.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"configurations[enqueue].arguments.{key}: expected true or false, got {value!r}"
+        )
+    return value
+
+
+def _seconds(arguments: Mapping[str, Any], key: str, default: float) -> float:
+    value = arguments.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(
+            f"configurations[enqueue].arguments.{key}: expected seconds > 0, got {value!r}"
+        )
+    return float(value)
 
 
 def _plugin(raw: Any, where: str) -> PluginOption:

@@ -7,6 +7,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from scheduler.admission.context import AdmissionContext
+from scheduler.admission.report import WorkloadRisk, workload_risks
 from scheduler.api.resource import Resource
 from scheduler.api.task_info import TaskStatus
 from scheduler.cache.cache import SchedulerCache
@@ -39,6 +41,8 @@ class WaitingPod:
     job: str
     gated: bool
     reason: str
+    state: str = "unschedulable"  # gated | unschedulable | pipelined
+    node: str = ""  # the nominated node of a pipelined pod
 
 
 @dataclass
@@ -53,6 +57,7 @@ class CycleReport:
     errors: list[str] = field(default_factory=list)
     gates: dict[str, int] = field(default_factory=dict)  # gate removals queued / at bind
     notices: list[str] = field(default_factory=list)  # e.g. queue reservations released
+    risks: list[WorkloadRisk] = field(default_factory=list)  # when a capacity snapshot exists
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,8 +71,12 @@ def run_cycle(
     now: float | None = None,
     act: bool = True,
     gate_remover: GateRemover | None = None,
+    admission: AdmissionContext | None = None,
 ) -> CycleReport:
     """Run the configured actions once. ``act=False`` (observe) writes nothing to the cluster.
+
+    ``admission`` brings the node-capacity check (seed 004) to enqueue and the false-admission
+    risks to the report; None runs without either.
 
     The cyclic garbage collector is paused for the cycle: a cycle allocates tens of thousands
     of short-lived objects, and collections over the cache's large heap cost more than the
@@ -76,18 +85,19 @@ def run_cycle(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _run(cache, config or default_config(), client, now, act, gate_remover)
+        return _run(cache, config or default_config(), client, now, act, gate_remover, admission)
     finally:
         if collecting:
             gc.enable()
 
 
-def _run(cache, config, client, now, act, gate_remover) -> CycleReport:
+def _run(cache, config, client, now, act, gate_remover, admission) -> CycleReport:
     started = time.perf_counter()
     now = time.time() if now is None else now
     writer = Writer(cache, client, act=act, gate_remover=gate_remover)
     bind_removals = cache.gates_removed_at_bind
     ssn = Session(cache.snapshot(), config, writer, now)
+    ssn.admission = admission  # read by enqueue; the Session itself does not know it
     ssn.open()
     durations: dict[str, float] = {}
     for name in config.actions:
@@ -97,6 +107,7 @@ def _run(cache, config, client, now, act, gate_remover) -> CycleReport:
     record_job_status(ssn)
     ssn.close()
     queues, waiting = _queue_reports(ssn), _waiting(ssn)
+    risks = workload_risks(ssn, admission) if admission is not None else []
     return CycleReport(
         started_at=now,
         duration_s=time.perf_counter() - started,
@@ -107,6 +118,7 @@ def _run(cache, config, client, now, act, gate_remover) -> CycleReport:
         waiting=waiting,
         errors=writer.errors,
         notices=ssn.notices,
+        risks=risks,
         gates={
             "queued": writer.gates_queued,
             "at_bind": cache.gates_removed_at_bind - bind_removals,
@@ -115,6 +127,8 @@ def _run(cache, config, client, now, act, gate_remover) -> CycleReport:
 
 
 def _waiting(ssn: Session) -> list[WaitingPod]:
+    """Every pod still waiting after the cycle — pending (gated or not) or pipelined — with
+    why, in words."""
     out = []
     invalid = (j for j, _, _ in ssn.invalid_jobs.values())
     for job in [*ssn.jobs.values(), *invalid, *ssn.skipped_jobs.values()]:
@@ -122,11 +136,29 @@ def _waiting(ssn: Session) -> list[WaitingPod]:
             reason = ssn.waiting.get(task.uid) or ssn.skipped.get(job.uid) or "not considered"
             if task.sch_gated and task.uid not in ssn.waiting:
                 reason = "waiting for scheduling gates to be removed"
+            state = "gated" if task.sch_gated else "unschedulable"
             out.append(
                 WaitingPod(task.namespace, task.name, task.uid, job.queue, job.uid,
-                           task.sch_gated, reason)
+                           task.sch_gated, reason, state)
+            )  # fmt: skip
+        pipelined = job.index.get(TaskStatus.PIPELINED, {}).values()
+        for task in sorted(pipelined, key=lambda t: (t.namespace, t.name)):
+            out.append(
+                WaitingPod(task.namespace, task.name, task.uid, job.queue, job.uid, False,
+                           _pipelined_reason(ssn, task.node_name), "pipelined", task.node_name)
             )  # fmt: skip
     return out
+
+
+def _pipelined_reason(ssn: Session, node_name: str) -> str:
+    node = ssn.nodes.get(node_name)
+    releasing = (
+        sum(1 for t in node.tasks.values() if t.status == TaskStatus.RELEASING) if node else 0
+    )
+    if releasing:
+        pods = "1 pod finishes" if releasing == 1 else f"{releasing} pods finish"
+        return f"pipelined on {node_name} until {pods} there"
+    return f"pipelined on {node_name} until resources are released there"
 
 
 _GROUPS = ("pending", "gated", "pipelined", "unschedulable", "running")

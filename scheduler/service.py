@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
 
+from scheduler.admission.context import Admission
 from scheduler.cache.cache import SchedulerCache
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.framework.writer import GateRemover
@@ -82,8 +83,10 @@ class SchedulerService:
         act: bool = False,
         clock: Callable[[], float] = time.time,
         gate_remover: GateRemover | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.config = config or default_config()
+        self.admission = admission  # the node-capacity check's state outlives every cycle
         self.act = act
         self.clock = clock
         self.cache = SchedulerCache(scheduler_name)
@@ -117,6 +120,7 @@ class SchedulerService:
             now=self.clock(),
             act=self.act,
             gate_remover=self.gate_remover,
+            admission=self.admission.context() if self.admission is not None else None,
         )
 
     def stop(self) -> None:

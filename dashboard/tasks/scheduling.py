@@ -18,6 +18,7 @@ from dashboard import kube
 from dashboard.health import broker_client
 from dashboard.services import gate_stats
 from dashboard.services.locking import run_exclusively
+from dashboard.tasks.admission import scheduler_admission, scheduler_config
 from dashboard.tasks.gates import queue_gate_removal
 from scheduler.service import SchedulerService
 
@@ -32,12 +33,15 @@ def scheduler_service() -> SchedulerService:
     global _service
     with _service_lock:
         if _service is None:
+            config = scheduler_config()
             service = SchedulerService(
                 kube.api_client(),
+                config=config,
                 scheduler_name=settings.SLUICE_SCHEDULER_NAMES[0],
                 act=settings.SLUICE_MODE == "act",
                 clock=kube.cluster_clock(),
                 gate_remover=queue_gate_removal,
+                admission=scheduler_admission(config),
             )
             _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
         return _service

@@ -2,4 +2,7 @@
 
 The node-capacity check lives in ``monitor`` (snapshot), ``evaluator`` (can it fit?),
 ``packing`` (the algorithm), ``risk`` (dashboard risk classes) and ``check`` (admission states).
+It is wired into the scheduler by ``source`` (snapshots from the cluster's API, node groups),
+``context`` (the long-lived ``Admission`` and the per-cycle ``ssn.admission``),
+``enqueue_check`` (the enqueue action's use of it) and ``report`` (risks in the CycleReport).
 """

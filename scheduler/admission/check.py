@@ -16,7 +16,7 @@ keyed by PodGroup uid; call ``forget(uid)`` when the PodGroup is deleted or admi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -121,6 +121,11 @@ class AdmissionChecker:
 
     def forget(self, uid: str) -> None:
         self._results.pop(uid, None)
+
+    def retain(self, uids: Collection[str]) -> None:
+        """Forget every PodGroup not in ``uids`` (the ones that still exist)."""
+        for uid in [u for u in self._results if u not in uids]:
+            del self._results[uid]
 
     def _decide(self, pods, snapshot: Snapshot | None, now: datetime) -> CheckResult:
         if snapshot is None:

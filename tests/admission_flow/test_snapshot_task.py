@@ -1,0 +1,159 @@
+"""The resource monitor under Celery: ``refresh_capacity_snapshot`` against the simulated
+cluster's API and a real Redis, ``StoredSnapshot`` reading it back, and the scheduler task
+asking a real worker for a snapshot on demand before it admits a Guaranteed workload."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+from django.conf import settings as django_settings
+
+from dashboard import kube
+from dashboard.celery import app
+from dashboard.health import broker_client
+from dashboard.tasks import admission, scheduling
+from scheduler.admission.check import CONDITION_TYPE
+from scheduler.admission.monitor import Snapshot
+from scheduler.sim.scenario import resolve
+from tests.dashboard.test_scheduling_task import use_broker
+from tests.kube.conftest import node, queue, sim, wait_until  # noqa: F401 - sim is a fixture
+
+GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
+
+
+def guaranteed_pod(name: str, cpu: str, *, node_name: str = "", group: str = "") -> dict:
+    limits = {"cpu": cpu, "memory": "1Gi"}
+    spec = {
+        "schedulerName": "volcano",
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "resources": {"requests": limits, "limits": limits},
+            }
+        ],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    metadata = {"name": name, "namespace": "default", "annotations": annotations}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+@pytest.fixture
+def cluster(sim, settings, redis_url, tmp_path):  # noqa: F811
+    settings.CELERY_BROKER_URL = redis_url
+    settings.SLUICE_KUBECONFIG = str(sim.server.write_kubeconfig(tmp_path / "kubeconfig"))
+    kube.api_client.cache_clear()
+    broker_client().delete(admission.SNAPSHOT_KEY, admission.SNAPSHOT_TAKEN_KEY)
+    for name in ("n1", "n2"):
+        sim.core.create_node(node(name, cpu="2"))
+    sim.custom.create_cluster_custom_object(GROUP, VERSION, "queues", queue("default"))
+    yield sim
+    scheduling.reset_scheduler_service()
+    kube.api_client.cache_clear()
+
+
+def test_the_task_stores_what_each_node_has_left_after_its_guaranteed_pods(cluster):
+    cluster.core.create_namespaced_pod("default", guaranteed_pod("db", "1500m", node_name="n1"))
+
+    summary = admission.refresh_capacity_snapshot()
+
+    assert summary["nodes"] == 2
+    stored = json.loads(broker_client().get(admission.SNAPSHOT_KEY))
+    snapshot = Snapshot.from_json(stored)
+    remaining = {n.node_name: n.remaining["cpu"] for n in snapshot.nodes}
+    assert remaining == {"n1": 500, "n2": 2000}
+    assert [p.name for p in snapshot.nodes[0].pods] == ["db"]
+    ttl = broker_client().ttl(admission.SNAPSHOT_KEY)
+    assert 0 < ttl <= django_settings.SLUICE_ADMISSION_REFRESH_S * 5
+
+
+def test_the_reader_parses_a_stored_snapshot_once(cluster):
+    reader = admission.StoredSnapshot()
+    assert reader() is None
+    admission.refresh_capacity_snapshot()
+    first = reader()
+    assert first is not None and reader() is first  # unchanged: not parsed again
+    admission.refresh_capacity_snapshot()
+    assert reader() is not first
+
+
+def test_without_a_cluster_the_task_logs_and_stores_nothing(settings, tmp_path, redis_url):
+    settings.CELERY_BROKER_URL = redis_url
+    settings.SLUICE_KUBECONFIG = str(tmp_path / "absent")
+    kube.api_client.cache_clear()
+    broker_client().delete(admission.SNAPSHOT_KEY)
+    assert admission.refresh_capacity_snapshot() is None
+    assert broker_client().get(admission.SNAPSHOT_KEY) is None
+
+
+def test_beat_refreshes_every_refresh_period():
+    entry = django_settings.CELERY_BEAT_SCHEDULE["refresh-capacity-snapshot"]
+    assert entry["task"] == "dashboard.tasks.refresh_capacity_snapshot"
+    assert entry["schedule"] == django_settings.SLUICE_ADMISSION_REFRESH_S
+    assert entry["options"]["queue"] == "default"
+
+
+@pytest.fixture
+def default_worker(settings, redis_url):
+    previous = app.conf.broker_url
+    use_broker(redis_url)
+    with start_worker(app, pool="solo", queues=["default"], perform_ping_check=False):
+        yield
+    # A test worker sets the root logger to ERROR; only a process's first worker runs Django's
+    # setup again, which restores the logging configuration. Let the next worker be a "first"
+    # one, so tests after it still see log records (caplog).
+    app.loader.worker_initialized = False
+    use_broker(previous)
+
+
+def test_the_scheduler_asks_for_a_snapshot_on_demand_then_admits(cluster, settings, default_worker):
+    settings.SLUICE_MODE = "act"
+    settings.SLUICE_ADMISSION_CHECK = True
+    group = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minMember": 1, "queue": "default"},
+    }
+    cluster.custom.create_namespaced_custom_object(GROUP, VERSION, "default", "podgroups", group)
+    cluster.core.create_namespaced_pod("default", guaranteed_pod("web", "1", group="web"))
+    service = scheduling.scheduler_service()
+    wait_until(lambda: len(service.cache.snapshot().jobs) == 1)
+
+    scheduling.run_cycle()  # no snapshot yet: held Pending, and one is asked for
+
+    def condition() -> dict:
+        pg = cluster.custom.get_namespaced_custom_object(
+            GROUP, VERSION, "default", "podgroups", "web"
+        )
+        found = [c for c in pg["status"].get("conditions", []) if c["type"] == CONDITION_TYPE]
+        return found[0] if found else {}
+
+    assert (condition()["status"], condition()["reason"]) == ("Unknown", "WaitingForSnapshot")
+    wait_until(lambda: broker_client().get(admission.SNAPSHOT_KEY) is not None, timeout=20)
+
+    def admitted() -> bool:
+        scheduling.run_cycle()
+        return cluster.core.read_namespaced_pod("web", "default").spec.node_name is not None
+
+    wait_until(admitted, timeout=20)
+    assert (condition()["status"], condition()["reason"]) == ("True", "NodeCapacityAvailable")
+
+
+def test_node_groups_come_from_the_named_scenario_when_known(settings, caplog):
+    settings.SLUICE_ADMISSION_NODE_GROUPS = "demo"
+    groups = admission.known_node_groups()(
+        Snapshot.from_json({"last_check": "2026-01-01T00:00:00+00:00", "nodes": []})
+    )
+    assert [g.name for g in groups] == [g.name for g in resolve("demo").node_groups]
+    assert all(g.current_size == 0 and g.max_size > 0 for g in groups)
+
+    settings.SLUICE_ADMISSION_NODE_GROUPS = ""  # a real cluster: none known
+    assert admission.known_node_groups() is None
+    settings.SLUICE_ADMISSION_NODE_GROUPS = "no-such-scenario"
+    assert admission.known_node_groups() is None
+    assert "no node groups: no-such-scenario: no such scenario" in caplog.text
