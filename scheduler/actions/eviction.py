@@ -41,10 +41,16 @@ def candidates_on(node, keep: VictimFilter) -> list[TaskInfo]:
     ]
 
 
-def evict_for(ssn, stmt, task: TaskInfo, keep: VictimFilter, victims_of: Victims, why: str) -> bool:
+def evict_for(
+    ssn, stmt, task: TaskInfo, keep: VictimFilter, victims_of: Victims, why: str, *,
+    queue_has_room: bool,
+) -> bool:  # fmt: skip
     """Make room for ``task`` on the first suitable node and pipeline it there.
 
-    Nodes are tried best score first (name breaks ties). On a node, the plugins choose the
+    A node whose future idle already holds the task needs no victim and is taken first —
+    when the task's queue has room for it (``queue_has_room``); evicting from the same queue
+    is what makes room in a full one.
+    Otherwise nodes are tried best score first (name breaks ties). On a node, the plugins choose the
     victims among the running tasks ``keep`` allows; if even all of them would not free
     enough, the node is skipped. Victims go lowest priority, newest first, until the task
     fits the node's future idle. Returns True when the task was pipelined.
@@ -52,6 +58,12 @@ def evict_for(ssn, stmt, task: TaskInfo, keep: VictimFilter, victims_of: Victims
     matrix = ssn.matrix
     vec = matrix.vector(task.fit_req)
     mask = ssn.predicate_mask(task)
+    room = mask & matrix.fits(vec, future=True)
+    if queue_has_room and room.any():
+        # Room is promised there already (an earlier victim of this action is releasing it,
+        # or a gang-mate left space): no eviction needed.
+        stmt.pipeline(task, ssn.node_list[int(room.argmax())])
+        return True
     scores = ssn.node_scores(task, vec) if ssn.node_score_fns else [0.0] * len(ssn.node_list)
     order = sorted((i for i in range(len(ssn.node_list)) if mask[i]), key=lambda i: -scores[i])
     for i in order:

@@ -29,7 +29,9 @@ def _preempt_for(ssn, job) -> None:
         if not ssn.job_starving(job):
             break
         if may_preempt(task):
-            evict_for(ssn, stmt, task, same_queue_other_job, ssn.preemptable, "preempted for")
+            room = ssn.allocatable(ssn.queues[job.queue], task) is None
+            evict_for(ssn, stmt, task, same_queue_other_job, ssn.preemptable, "preempted for",
+                      queue_has_room=room)  # fmt: skip
     if ssn.job_pipelined(job):
         stmt.commit()
     else:

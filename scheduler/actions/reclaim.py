@@ -41,7 +41,8 @@ def _reclaim_for(ssn, queue, job) -> None:
             ssn.wait(task, f"cannot reclaim: {refusal}")
             continue
         if may_preempt(task):
-            evict_for(ssn, stmt, task, other_reclaimable_queue, ssn.reclaimable, "reclaimed for")
+            evict_for(ssn, stmt, task, other_reclaimable_queue, ssn.reclaimable, "reclaimed for",
+                      queue_has_room=True)  # fmt: skip
     if ssn.job_pipelined(job):
         stmt.commit()
     else:

@@ -57,7 +57,9 @@ class CapacityPlugin(Plugin):
                     attr.allocated.add(task.resreq)
             for task in job.index.get(TaskStatus.PENDING, {}).values():
                 # Passed the capacity check earlier, gate removed, still pending: a reservation.
-                if not task.sch_gated and has_queue_allocation_gate_annotation(task.pod):
+                # Only a pass this scheduler saw counts: an opted-in pod that was never gated
+                # (created while the webhook was away) must not hold its queue unchecked.
+                if task.uid in ssn.reservations and not task.sch_gated:
                     self._reserve(job.queue, task)
 
     def _reserve(self, queue: str, task: TaskInfo) -> None:
