@@ -22,6 +22,8 @@ def _lower_priority(ssn, preemptor, candidates: list) -> list:
         job = ssn.jobs.get(task.job_id)
         if job is None:
             continue
-        if job.uid != own.uid and job.priority < own.priority or job.uid == own.uid and task.priority < preemptor.priority:
+        other_job_lower = job.uid != own.uid and job.priority < own.priority
+        own_task_lower = job.uid == own.uid and task.priority < preemptor.priority
+        if other_job_lower or own_task_lower:
             victims.append(task)
     return victims
