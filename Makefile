@@ -29,5 +29,9 @@ test: setup lint
 bench: setup
 	$(PY) -m bench
 
+# A PNG of every page, from the demo scenario, into screenshots/ (git-ignored).
+screenshots: setup
+	$(PY) scripts/screenshots.py
+
 clean:
 	rm -rf $(VENV) .run db.sqlite3

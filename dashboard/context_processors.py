@@ -3,9 +3,16 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.urls import reverse
 
-# (url name, label): only pages that exist are listed.
+# (url name, label, url names that belong to the same section)
 NAVIGATION = [
-    ("overview", "Overview"),
+    ("overview", "Overview", ()),
+    ("queue-tree", "Queues", ("queue",)),
+    ("pods", "Pods", ("pod",)),
+    ("namespaces", "Namespaces", ("namespace-toggle",)),
+    ("history", "History", ()),
+    ("risks", "Admission risk", ()),
+    ("scheduler", "Scheduler", ()),
+    ("autoscaler", "Autoscaler", ()),
 ]
 
 
@@ -13,7 +20,7 @@ def navigation(request: HttpRequest) -> dict:
     current = request.resolver_match.url_name if request.resolver_match else None
     return {
         "navigation": [
-            {"url": reverse(name), "label": label, "current": name == current}
-            for name, label in NAVIGATION
+            {"url": reverse(name), "label": label, "current": current in (name, *section)}
+            for name, label, section in NAVIGATION
         ]
     }

@@ -8,15 +8,27 @@ from django.db import models
 
 
 class Cycle(models.Model):
-    started_at = models.DateTimeField(db_index=True)
+    """One scheduling cycle; ``started_at`` identifies it, so storing a report twice is a no-op.
+
+    ``level`` says which chart resolutions the cycle opens a time bucket for (see
+    ``dashboard.selectors.sampling``): charts over a week read level-4 rows only, so their
+    cost does not grow with the number of cycles.
+    """
+
+    started_at = models.DateTimeField(unique=True)
     duration_ms = models.FloatField()
     mode = models.CharField(max_length=16)
     decisions = models.PositiveIntegerField(default=0)
     action_durations_ms = models.JSONField(default=dict)
     error = models.TextField(blank=True)
+    level = models.PositiveSmallIntegerField(default=0)
+    counts = models.JSONField(default=dict)  # pods by state over every queue
+    gates = models.JSONField(default=dict)  # gate removals queued / at bind
+    notices = models.JSONField(default=list)
 
     class Meta:
         ordering = ["-started_at"]
+        indexes = [models.Index(fields=["level", "started_at"])]
 
     def __str__(self) -> str:
         return f"cycle at {self.started_at:%Y-%m-%d %H:%M:%S} ({self.duration_ms:.1f} ms)"
@@ -39,9 +51,13 @@ class QueueSample(models.Model):
     pipelined = models.PositiveIntegerField(default=0)
     unschedulable = models.PositiveIntegerField(default=0)
     share = models.FloatField(default=0.0)
+    level = models.PositiveSmallIntegerField(default=0)  # copied from the cycle
 
     class Meta:
-        indexes = [models.Index(fields=["queue", "at"])]
+        indexes = [
+            models.Index(fields=["queue", "at"]),
+            models.Index(fields=["queue", "level", "at"]),
+        ]
 
     def __str__(self) -> str:
         return f"queue {self.queue} at {self.at:%H:%M:%S}"
@@ -91,3 +107,40 @@ class NamespaceOptInChange(models.Model):
     def __str__(self) -> str:
         state = "on" if self.enabled else "off"
         return f"namespace {self.namespace} opt-in {state}"
+
+
+class PodState(models.Model):
+    """A pod's latest transition, one row per pod: the Pods page and pipelined pods read it."""
+
+    uid = models.CharField(max_length=64, unique=True)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    queue = models.CharField(max_length=253, blank=True)
+    state = models.CharField(max_length=32)
+    node = models.CharField(max_length=253, blank=True)
+    reason = models.TextField(blank=True)
+    since = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["namespace", "name"]),
+            models.Index(fields=["queue", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"pod {self.namespace}/{self.name} {self.state}"
+
+
+class LiveState(models.Model):
+    """The latest cycle's "now" figures, replaced every cycle (never history).
+
+    Key ``cycle`` holds the queues, counts, risks and notices; ``queue:<name>`` the pods
+    waiting in that queue, so a queue page parses only its own pods.
+    """
+
+    key = models.CharField(max_length=300, unique=True)
+    cycle = models.ForeignKey(Cycle, on_delete=models.SET_NULL, null=True, related_name="+")
+    data = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"live state {self.key}"

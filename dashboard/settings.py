@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -111,7 +113,15 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's browser bundle is served from the installed plotly package (same version as the
+# Python side that builds the figures), never from a CDN and never copied into the repository.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    (
+        "vendor",
+        Path(importlib.util.find_spec("plotly").submodule_search_locations[0]) / "package_data",
+    ),
+]
 STATIC_ROOT = RUN_DIR / "static"
 
 # -- Celery -------------------------------------------------------------------------------------
@@ -139,7 +149,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 10.0,
         "options": {"expires": 10.0},
     },
+    "prune-history": {
+        "task": "dashboard.tasks.prune_history",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
 }
+SLUICE_HISTORY_RETENTION_DAYS = env_float("SLUICE_HISTORY_RETENTION_DAYS", 7.0)
 
 # -- Scheduler and cluster --------------------------------------------------------------------
 SLUICE_KUBECONFIG = os.environ.get("SLUICE_KUBECONFIG", str(RUN_DIR / "kubeconfig"))
@@ -151,6 +167,23 @@ SLUICE_CYCLE_LOCK_TTL = env_float("SLUICE_CYCLE_LOCK_TTL", 60.0)
 SLUICE_SCHEDULER_NAMES = [
     n.strip() for n in os.environ.get("SLUICE_SCHEDULER_NAMES", "volcano").split(",") if n.strip()
 ]
+
+# -- Node-capacity admission check (seed 004) ---------------------------------------------------
+# Off by default: a held workload's gated pods stay gated, so an autoscaler would never add the
+# node it needs. The snapshot and the risk report run either way.
+SLUICE_ADMISSION_CHECK = env_bool("SLUICE_ADMISSION_CHECK", False)
+SLUICE_ADMISSION_REFRESH_S = env_float("SLUICE_ADMISSION_REFRESH_S", 60.0)
+SLUICE_ADMISSION_RETRY_S = env_float("SLUICE_ADMISSION_RETRY_S", 60.0)
+SLUICE_ADMISSION_REQUEST_INTERVAL_S = env_float("SLUICE_ADMISSION_REQUEST_INTERVAL_S", 10.0)
+# A scenario whose node groups the simulated cluster's autoscaler grows ("fits after scale-up").
+SLUICE_ADMISSION_NODE_GROUPS = os.environ.get(
+    "SLUICE_ADMISSION_NODE_GROUPS", os.environ.get("SLUICE_SCENARIO", "")
+)
+CELERY_BEAT_SCHEDULE["refresh-capacity-snapshot"] = {
+    "task": "dashboard.tasks.refresh_capacity_snapshot",
+    "schedule": SLUICE_ADMISSION_REFRESH_S,
+    "options": {"queue": "default", "expires": SLUICE_ADMISSION_REFRESH_S},
+}
 
 # -- Logging: one line per record, key=value pairs, always naming the object ------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")

@@ -6,6 +6,16 @@ from dashboard import views, webhooks
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("queues/", views.queue_tree, name="queue-tree"),
+    path("queues/<str:name>/", views.queue_detail, name="queue"),
+    path("pods/", views.pods, name="pods"),
+    path("pods/<str:namespace>/<str:name>/", views.pod_detail, name="pod"),
+    path("namespaces/", views.namespaces, name="namespaces"),
+    path("namespaces/<str:name>/opt-in/", views.namespace_toggle, name="namespace-toggle"),
+    path("history/", views.history, name="history"),
+    path("risks/", views.risks, name="risks"),
+    path("scheduler/", views.scheduler, name="scheduler"),
+    path("autoscaler/", views.autoscaler, name="autoscaler"),
     path("healthz", views.healthz, name="healthz"),
     path("webhooks/mutate-pods", webhooks.mutate_pods, name="mutate-pods"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

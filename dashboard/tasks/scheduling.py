@@ -20,6 +20,7 @@ from dashboard.services import gate_stats
 from dashboard.services.locking import run_exclusively
 from dashboard.tasks.admission import scheduler_admission, scheduler_config
 from dashboard.tasks.gates import queue_gate_removal
+from dashboard.tasks.history import store_cycle_report
 from scheduler.service import SchedulerService
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ def run_cycle() -> dict | None:
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)
+    store_cycle_report.delay(report.to_dict())  # history and the pages' live state
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),

@@ -5,6 +5,7 @@ asking a real worker for a snapshot on demand before it admits a Guaranteed work
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -145,6 +146,8 @@ def test_the_scheduler_asks_for_a_snapshot_on_demand_then_admits(cluster, settin
 
 
 def test_node_groups_come_from_the_named_scenario_when_known(settings, caplog):
+    # A Celery worker started by an earlier test may have raised the root logger's level.
+    caplog.set_level(logging.WARNING, logger="dashboard.tasks.admission")
     settings.SLUICE_ADMISSION_NODE_GROUPS = "demo"
     groups = admission.known_node_groups()(
         Snapshot.from_json({"last_check": "2026-01-01T00:00:00+00:00", "nodes": []})

@@ -7,6 +7,7 @@ import logging
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.db import OperationalError
 
 from dashboard import kube
 from dashboard.celery import app
@@ -66,3 +67,47 @@ def test_a_cycle_without_a_cluster_logs_and_returns(settings, tmp_path, caplog):
 
     assert scheduling.run_cycle() is None
     assert "no cycle: no cluster configured" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_cycle_report_reaches_the_history_through_celery(
+    settings,
+    sim,  # noqa: F811
+    tmp_path,
+    redis_url,
+):
+    from dashboard.models import Cycle, PodTransition
+
+    settings.CELERY_BROKER_URL = redis_url
+    settings.SLUICE_MODE = "act"
+    previous = app.conf.broker_url
+    use_broker(redis_url)
+    create_cluster(sim, pods=2)
+    point_at(settings, sim, tmp_path)
+    try:
+        with start_worker(
+            app, pool="solo", queues=["scheduler", "default"], perform_ping_check=False
+        ):
+            scheduling.run_cycle.apply_async(queue="scheduler")
+            # The test database is SQLite shared between this thread and the worker's: a read
+            # while the worker writes may find the table locked; that is "not yet".
+            wait_until(lambda: quietly(lambda: Cycle.objects.exists()), timeout=20, interval=0.2)
+            wait_until(
+                lambda: (
+                    quietly(lambda: PodTransition.objects.filter(to_state="Binding").count()) == 2
+                ),
+                interval=0.2,
+            )
+    finally:
+        scheduling.reset_scheduler_service()
+        kube.api_client.cache_clear()
+        use_broker(previous)
+    cycle = Cycle.objects.get()
+    assert cycle.mode == "act" and cycle.decisions == 2
+
+
+def quietly(read):
+    try:
+        return read()
+    except OperationalError:
+        return None

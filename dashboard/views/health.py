@@ -1,18 +1,10 @@
-"""Page views. Reads go through selectors; views stay thin."""
-
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from dashboard.health import health_report
-
-
-@require_GET
-def overview(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/overview.html", {})
 
 
 @never_cache

@@ -1,0 +1,180 @@
+"""Dashboard server time with 100 queues, 50,000 waiting pods and a week of history.
+
+A fresh SQLite database (a temporary file) gets a week of cycles for 100 queues: one-second
+cycles over the last hour and one-minute cycles over the six days and 23 hours before (a
+week of one-second cycles would take longer to write than to read; what a page reads depends
+on the chart level, not on how many cycles the week held). The latest cycle, stored through
+``store_cycle_report``, has 50,000 pods waiting (500 per queue) and 100,000 transitions behind
+it. Each page is requested through Django's full stack (middleware, views, templates) with the
+test client; the figure is the server time per request. Target: p95 under 50 ms.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+
+QUEUES, PODS_PER_QUEUE = 100, 500
+WEEK, HOUR, MINUTE = 7 * 86400, 3600, 60
+REQUESTS = 200
+TARGET_P95_MS = 50.0
+PAGES = {
+    "overview": "/",
+    "queue page (last hour)": "/queues/queue-042/",
+    "queue page (last week)": "/queues/queue-042/?range=week",
+    "queue charts only, htmx (last day)": "/queues/queue-042/?range=day",
+}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-") as folder:
+        _run(folder)
+        from django.db import connections
+
+        connections.close_all()  # before the database file goes
+
+
+def _run(folder: str) -> None:
+    os.environ["DATABASE_URL"] = f"sqlite:///{folder}/bench.sqlite3"
+    os.environ.setdefault("SLUICE_DEV_SECRET", "1")
+    os.environ["SLUICE_KUBECONFIG"] = f"{folder}/no-cluster"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    now = time.time()
+    started = time.perf_counter()
+    cycles, samples = _write_history(now)
+    transitions = _write_latest(now)
+    print(
+        f"history: {cycles:,} cycles, {samples:,} queue samples, {transitions:,} transitions, "
+        f"{QUEUES * PODS_PER_QUEUE:,} waiting pods; written in {time.perf_counter() - started:.1f} s"
+    )
+    for label, url in PAGES.items():
+        htmx = "htmx" in label
+        timings = _time_requests(url, htmx=htmx)
+        p50, p95 = statistics.median(timings), _percentile(timings, 95)
+        verdict = "ok" if p95 < TARGET_P95_MS else "OVER TARGET"
+        print(
+            f"{label:38s} p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  max {max(timings):6.1f} ms  "
+            f"({len(timings)} requests; target p95 < {TARGET_P95_MS:.0f} ms: {verdict})"
+        )
+
+
+def _figures(q: int, t: float) -> dict:
+    used = 20_000 + (int(t) // 60 + q) % 40 * 1000
+    return {"cpu": used, "memory": used * 4 * 1024**2}
+
+
+def _write_history(now: float) -> tuple[int, int]:
+    """Cycles and samples straight through SQL: a week of them in seconds, not minutes."""
+    import json
+
+    from django.db import connection, transaction
+
+    from dashboard.selectors.sampling import bucket_level
+
+    times = list(range(int(now - WEEK), int(now - HOUR), MINUTE))
+    times += list(range(int(now - HOUR), int(now) - 1))
+    deserved = json.dumps({"cpu": 40_000, "memory": 160 * 1024**3})
+    capability = json.dumps({"cpu": 80_000, "memory": 320 * 1024**3})
+    counts = json.dumps({"running": 10_000, "gated": 45_000, "pending": 50_000,
+                         "pipelined": 0, "unschedulable": 5_000})  # fmt: skip
+    previous = None
+    with transaction.atomic(), connection.cursor() as cursor:
+        for cycle_id, t in enumerate(times, start=1):
+            at = datetime.fromtimestamp(t, tz=UTC)
+            level = bucket_level(at, previous)
+            previous = at
+            stamp = connection.ops.adapt_datetimefield_value(at)  # as the ORM stores it
+            cursor.execute(
+                "INSERT INTO dashboard_cycle (id, started_at, duration_ms, mode, decisions, "
+                "action_durations_ms, error, level, counts, gates, notices) "
+                "VALUES (%s, %s, %s, 'act', 10, %s, '', %s, %s, '{}', '[]')",
+                [cycle_id, stamp, 400 + t % 97, '{"allocate": 300.0}', level, counts],
+            )
+            rows = []
+            for q in range(QUEUES):
+                figures = json.dumps(_figures(q, t))
+                rows.append([cycle_id, stamp, f"queue-{q:03d}", capability, deserved,
+                             figures, "{}", "{}", 100, 500, 450, 0, 50, 0.5 + q / 1000, level])  # fmt: skip
+            cursor.executemany(
+                "INSERT INTO dashboard_queuesample (cycle_id, at, queue, capability, deserved, "
+                "allocated, reserved, inqueue, running, pending, gated, pipelined, "
+                "unschedulable, share, level) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                "%s, %s, %s, %s, %s)",
+                rows,
+            )
+    return len(times), len(times) * QUEUES
+
+
+def _write_latest(now: float) -> int:
+    """The latest cycle through the real storage path, then 100,000 older transitions."""
+    from dashboard.models import Cycle, PodTransition
+    from dashboard.tasks.history import store_cycle_report
+
+    queues, waiting = [], []
+    for q in range(QUEUES):
+        name = f"queue-{q:03d}"
+        queues.append({
+            "name": name, "capability": {"cpu": 80_000}, "deserved": {"cpu": 40_000},
+            "allocated": _figures(q, now), "inqueue": {}, "reserved": {"cpu": 4000},
+            "counts": {"running": 100, "pending": 500, "gated": 450, "pipelined": 0,
+                       "unschedulable": 50},
+            "resources": {},
+        })  # fmt: skip
+        for i in range(PODS_PER_QUEUE):
+            waiting.append({
+                "namespace": f"team-{q % 20}", "name": f"{name}-pod-{i:04d}",
+                "uid": f"uid-{q}-{i}", "queue": name, "job": f"team/{name}-{i}",
+                "gated": i < 450,
+                "reason": "queue resource quota insufficient: insufficient cpu" if i < 450
+                else "0/1000 nodes are available: 1000 Insufficient cpu",
+            })  # fmt: skip
+    report = {
+        "started_at": now, "duration_s": 0.4, "mode": "act",
+        "action_durations_s": {"enqueue": 0.01, "allocate": 0.3}, "queues": queues,
+        "transitions": [], "waiting": waiting, "errors": [], "gates": {}, "notices": [],
+    }  # fmt: skip
+    store_cycle_report(report)
+    cycle = Cycle.objects.order_by("-started_at").first()
+    rows = [
+        PodTransition(cycle=cycle, at=cycle.started_at, namespace=f"team-{q % 20}",
+                      name=f"queue-{q:03d}-done-{i:04d}", uid=f"done-{q}-{i}-{step}",
+                      queue=f"queue-{q:03d}", from_state=old, to_state=new, node="node-1")
+        for q in range(QUEUES) for i in range(500)
+        for step, (old, new) in enumerate((("Gated", "Pending"), ("Pending", "Binding")))
+    ]  # fmt: skip
+    PodTransition.objects.bulk_create(rows, batch_size=5000)
+    return len(rows)
+
+
+def _time_requests(url: str, *, htmx: bool) -> list[float]:
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1")  # an allowed host, as a browser would send
+    headers = {"HX-Request": "true", "HX-Target": "charts"} if htmx else {}
+    for _ in range(5):  # warm caches and connections
+        assert client.get(url, headers=headers).status_code == 200, url
+    timings = []
+    for _ in range(REQUESTS):
+        t0 = time.perf_counter()
+        response = client.get(url, headers=headers)
+        timings.append((time.perf_counter() - t0) * 1000)
+        assert response.status_code == 200, url
+    return timings
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+if __name__ == "__main__":
+    main()

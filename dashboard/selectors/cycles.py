@@ -1,0 +1,67 @@
+"""Cycles: the latest, a filtered page of them, and downsampled series for the charts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from dashboard.models import Cycle, PodTransition, QueueSample
+from dashboard.selectors.sampling import ChartRange, pick_level
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class CycleFilter:
+    queue: str = ""
+    pod: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def cycle_list(*, filters: CycleFilter, page: int | str = 1) -> Page:
+    """Cycles newest first; ``queue`` keeps cycles that sampled it or moved one of its pods,
+    ``pod`` those that moved a pod whose name contains it."""
+    cycles = Cycle.objects.all()
+    if filters.since:
+        cycles = cycles.filter(started_at__gte=filters.since)
+    if filters.until:
+        cycles = cycles.filter(started_at__lte=filters.until)
+    if filters.queue:
+        cycles = cycles.filter(
+            Exists(QueueSample.objects.filter(cycle=OuterRef("pk"), queue=filters.queue))
+        )
+    if filters.pod:
+        moved = PodTransition.objects.filter(cycle=OuterRef("pk")).filter(
+            Q(name__icontains=filters.pod) | Q(uid=filters.pod)
+        )
+        cycles = cycles.filter(Exists(moved))
+    return Paginator(cycles.order_by("-started_at"), PAGE_SIZE).get_page(page)
+
+
+def cycle_transitions(cycle_ids: list[int]) -> dict[int, list[PodTransition]]:
+    by_cycle: dict[int, list[PodTransition]] = {}
+    for t in PodTransition.objects.filter(cycle_id__in=cycle_ids).order_by("id"):
+        by_cycle.setdefault(t.cycle_id, []).append(t)
+    return by_cycle
+
+
+def cycle_series(chart_range: ChartRange, now: datetime | None = None) -> list[dict]:
+    """Cycle durations and pods by state over the range, one cycle per bucket."""
+    since = (now or timezone.now()) - chart_range.span
+    in_range = Cycle.objects.filter(started_at__gte=since)
+    level = pick_level(chart_range, lambda lv: in_range.filter(level__gte=lv).count())
+    rows = in_range.filter(level__gte=level).order_by()  # sorted here: see queue_series
+    return sorted(rows.values("started_at", "duration_ms", "counts"), key=_started_at)
+
+
+def _started_at(row: dict) -> datetime:
+    return row["started_at"]
+
+
+def recent_cycles(limit: int = 60) -> list[Cycle]:
+    return list(Cycle.objects.order_by("-started_at")[:limit])

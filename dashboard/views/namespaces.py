@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from dashboard.forms import NamespaceOptInForm
+from dashboard.models import NamespaceOptInChange
+from dashboard.selectors.cluster import ClusterUnavailable, namespace_list
+from dashboard.selectors.live import live_summary
+from dashboard.views.common import render_page
+
+PERMISSION = "dashboard.toggle_namespace_opt_in"
+AUDIT_ROWS = 20
+
+
+def namespaces(request: HttpRequest) -> HttpResponse:
+    summary = live_summary() or {}
+    gated = summary.get("gated_by_namespace", {})
+    error = ""
+    try:
+        rows = [{**ns, "gated": gated.get(ns["name"], 0)} for ns in namespace_list()]
+    except ClusterUnavailable as exc:
+        rows, error = [], str(exc)
+    context = {
+        "namespaces": rows,
+        "error": error,
+        "can_toggle": request.user.has_perm(PERMISSION),
+        "changes": NamespaceOptInChange.objects.select_related("changed_by")[:AUDIT_ROWS],
+    }
+    return render_page(request, "dashboard/namespaces.html", context, partials=("live",))
+
+
+@login_required
+@permission_required(PERMISSION, raise_exception=True)
+def namespace_toggle(request: HttpRequest, name: str) -> HttpResponse:
+    """GET asks for confirmation; POST labels the namespace and records who did it."""
+    enabled = request.POST.get("enabled", request.GET.get("enabled")) == "true"
+    form = NamespaceOptInForm(request.POST or None, initial={"enabled": enabled})
+    error = ""
+    if request.method == "POST" and form.is_valid():
+        try:
+            form.save(namespace=name, user=request.user)
+        except ClusterUnavailable as exc:
+            error = str(exc)
+        else:
+            state = "opted in" if form.cleaned_data["enabled"] else "opted out"
+            messages.success(request, f"Namespace {name} {state}: new pods follow at once.")
+            return redirect("namespaces")
+    context = {"name": name, "enabled": enabled, "form": form, "error": error}
+    return render(request, "dashboard/namespace_toggle.html", context, status=503 if error else 200)
