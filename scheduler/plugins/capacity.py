@@ -20,6 +20,7 @@ class CapacityPlugin(Plugin):
         self.timeout = self.argument("reservationTimeout", RESERVATION_TIMEOUT)
         self.attrs, self.problems = build_tree(ssn.queues)
         self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
+        self.placed: dict[str, TaskInfo] = {}  # reserved tasks placed in this session
         self._account_jobs(ssn)
         self._expire_reservations(ssn)
         self._compute_capabilities(ssn)
@@ -214,8 +215,10 @@ class CapacityPlugin(Plugin):
         return victims
 
     def cleanup_reservations(self, statement) -> None:
+        """Allocations about to be committed end their reservations for good."""
         for op in statement.operations:
             if op.name == "allocate":
+                self.placed.pop(op.task.uid, None)
                 for tasks in self.reserved.values():
                     tasks.pop(op.task.uid, None)
 
@@ -224,6 +227,13 @@ class CapacityPlugin(Plugin):
         job = self.ssn.jobs.get(task.job_id)
         if job is None or job.queue not in self.attrs:
             return
+        # A reserved task that is placed holds its share through its allocation instead;
+        # undone, it holds it through its reservation again (never both, never neither).
+        held = self.reserved.setdefault(job.queue, {})
+        if sign > 0 and task.uid in held:
+            self.placed[task.uid] = held.pop(task.uid)
+        elif sign < 0 and task.uid in self.placed:
+            held[task.uid] = self.placed.pop(task.uid)
         for level in self.attrs[job.queue].chain:
             if sign > 0:
                 level.allocated.add(task.resreq)

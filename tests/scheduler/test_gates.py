@@ -299,3 +299,16 @@ def test_capacity_arguments_are_checked():
     scenario = _race_scenario(gateReservation="yes")
     with pytest.raises(ValueError, match="argument gateReservation: expected true or false"):
         scenario.run()
+
+
+def test_an_opted_in_gang_that_exactly_fills_its_queue_is_placed_whole():
+    # Each placed member's share is held by its allocation, no longer also by its reservation:
+    # counting both made the second member overflow a queue the gang exactly fits.
+    report, client = Scenario(
+        nodes=[node("n1", cpu="8")],
+        queues=[queue("q", capability={"cpu": "2", "memory": "8Gi"})],
+        podgroups=[podgroup("g", 2, queue="q", phase="Inqueue")],
+        pods=[pod(f"g{i}", group="g", opt_in=True, created=i) for i in range(2)],
+    ).run()
+    assert binds(client) == {"ns/g0": "n1", "ns/g1": "n1"}
+    assert {q.name: q.reserved for q in report.queues}["q"] == {}
