@@ -12,7 +12,12 @@ from scheduler.api.task_info import TaskInfo, TaskStatus
 
 
 class NodeInfo:
-    """Idle + Used = Allocatable; Releasing and Pipelined are tracked besides."""
+    """Idle + Used = Allocatable; Releasing and Pipelined are tracked besides.
+
+    ``used`` is the exact sum of the node's tasks, even when pods bound by another scheduler
+    overcommit the node; ``idle`` is ``allocatable - used`` floored at zero per resource, so
+    a node that is overcommitted on one resource offers none of it until enough pods leave.
+    """
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         self.name = require_name(node, "node")
@@ -50,8 +55,8 @@ class NodeInfo:
         else:
             if task.status == TaskStatus.RELEASING:
                 self.releasing.add(req)
-            self.idle.sub(req)
             self.used.add(req)
+            self._sync_idle(req)
         self.tasks[task.uid] = task
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -64,8 +69,24 @@ class NodeInfo:
             return
         if old.status == TaskStatus.RELEASING:
             self.releasing.sub(req)
-        self.idle.add(req)
         self.used.sub(req)
+        self._sync_idle(req)
+
+    @property
+    def overcommitted(self) -> bool:
+        """Whether the node's pods ask for more than it has on some resource."""
+        alloc = self.allocatable.values
+        return any(v > alloc.get(k, 0) for k, v in self.used.values.items())
+
+    def _sync_idle(self, changed: Resource) -> None:
+        """Recompute ``idle`` on the resources ``changed`` touched: allocatable - used, floored."""
+        alloc, used, idle = self.allocatable.values, self.used.values, self.idle.values
+        for k in changed.values:
+            left = alloc.get(k, 0) - used.get(k, 0)
+            if left > 0:
+                idle[k] = left
+            else:
+                idle.pop(k, None)
 
 
 def _is_ready(node: Mapping[str, Any]) -> bool:

@@ -4,7 +4,9 @@ import threading
 
 from scheduler.api.task_info import TaskStatus
 from scheduler.cache import RecordingClusterClient, SchedulerCache
-from tests.scheduler.uthelper import node, pod, podgroup, queue
+from scheduler.config import default_config
+from scheduler.loop import run_cycle
+from tests.scheduler.uthelper import binds, node, pod, podgroup, queue
 
 
 def test_handlers_add_update_delete():
@@ -106,3 +108,18 @@ def test_recording_client_satisfies_the_protocol():
     from scheduler.cache import ClusterClient
 
     assert isinstance(RecordingClusterClient(), ClusterClient)
+
+
+def test_no_pod_is_bound_into_room_an_overcommitted_node_does_not_have():
+    cache = SchedulerCache()
+    cache.add_node(node("n1", cpu="4"))
+    # Pods of another scheduler overcommit the node (3 + 3 CPU on 4); one of them leaves.
+    a, b = (pod(n, "3", node_name="n1", scheduler="default-scheduler") for n in ("a", "b"))
+    cache.add_pod(a)
+    cache.add_pod(b)
+    cache.delete_pod(a)
+    cache.add_pod(pod("wants-2", "2"))
+    cache.add_pod(pod("wants-1", "1"))
+    client = RecordingClusterClient()
+    run_cycle(cache, default_config(), client, now=0.0)
+    assert binds(client) == {"ns/wants-1": "n1"}
