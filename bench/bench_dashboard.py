@@ -51,11 +51,13 @@ def _run(folder: str) -> None:
     now = time.time()
     started = time.perf_counter()
     cycles, samples = _write_history(now)
-    transitions = _write_latest(now)
+    report = _latest_report(now)
+    transitions = _write_latest(report)
     print(
         f"history: {cycles:,} cycles, {samples:,} queue samples, {transitions:,} transitions, "
         f"{QUEUES * PODS_PER_QUEUE:,} waiting pods; written in {time.perf_counter() - started:.1f} s"
     )
+    _print_message_figures(report)
     for label, url in PAGES.items():
         htmx = "htmx" in label
         timings = _time_requests(url, htmx=htmx)
@@ -114,11 +116,8 @@ def _write_history(now: float) -> tuple[int, int]:
     return len(times), len(times) * QUEUES
 
 
-def _write_latest(now: float) -> int:
-    """The latest cycle through the real storage path, then 100,000 older transitions."""
-    from dashboard.models import Cycle, PodTransition
-    from dashboard.tasks.history import store_cycle_report
-
+def _latest_report(now: float) -> dict:
+    """A CycleReport as ``to_dict()`` gives it: 100 queues, 50,000 waiting pods."""
     queues, waiting = [], []
     for q in range(QUEUES):
         name = f"queue-{q:03d}"
@@ -137,11 +136,38 @@ def _write_latest(now: float) -> int:
                 "reason": "queue resource quota insufficient: insufficient cpu" if i < 450
                 else "0/1000 nodes are available: 1000 Insufficient cpu",
             })  # fmt: skip
-    report = {
+    return {
         "started_at": now, "duration_s": 0.4, "mode": "act",
         "action_durations_s": {"enqueue": 0.01, "allocate": 0.3}, "queues": queues,
         "transitions": [], "waiting": waiting, "errors": [], "gates": {}, "notices": [],
     }  # fmt: skip
+
+
+def _print_message_figures(report: dict) -> None:
+    """What sending the report costs the scheduler worker: kombu's JSON, then its zlib."""
+    from kombu.compression import compress
+    from kombu.serialization import dumps
+
+    from dashboard.tasks.history import store_cycle_report
+
+    started = time.perf_counter()
+    _, _, body = dumps(((report,), {}, {}), serializer="json")  # Celery's protocol-2 body
+    serialized = time.perf_counter()
+    packed, _ = compress(body, store_cycle_report.compression)
+    done = time.perf_counter()
+    print(
+        f"cycle report message ({len(report['waiting']):,} waiting pods): JSON "
+        f"{len(body) / 1e6:.1f} MB in {(serialized - started) * 1000:.0f} ms, "
+        f"{store_cycle_report.compression} {len(packed) / 1e6:.2f} MB in "
+        f"{(done - serialized) * 1000:.0f} ms more ({len(body) / len(packed):.0f}x smaller)"
+    )
+
+
+def _write_latest(report: dict) -> int:
+    """The latest cycle through the real storage path, then 100,000 older transitions."""
+    from dashboard.models import Cycle, PodTransition
+    from dashboard.tasks.history import store_cycle_report
+
     store_cycle_report(report)
     cycle = Cycle.objects.order_by("-started_at").first()
     rows = [

@@ -77,11 +77,12 @@ def run_cycle() -> dict | None:
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)
-    store_cycle_report.delay(report.to_dict())  # history and the pages' live state
+    data = report.to_dict()
+    store_cycle_report.delay(data)  # history and the pages' live state
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),
         "waiting": len(report.waiting),
     }
     log.info("cycle done", extra={"object": "scheduler", **summary})
-    return report.to_dict()
+    return data

@@ -3,15 +3,20 @@ cluster: the worker keeps its SchedulerService, binds pods, and survives a missi
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
+import zlib
 
 import pytest
+import redis
 from celery.contrib.testing.worker import start_worker
 from django.db import OperationalError
 
 from dashboard import kube
 from dashboard.celery import app
 from dashboard.tasks import scheduling
+from dashboard.tasks.history import store_cycle_report
 from tests.kube.conftest import pod, sim, wait_until  # noqa: F401 - sim is a fixture
 from tests.kube.test_service import bound_nodes, create_cluster
 
@@ -111,3 +116,24 @@ def quietly(read):
         return read()
     except OperationalError:
         return None
+
+
+def test_cycle_reports_travel_to_redis_compressed(redis_url):
+    waiting = [
+        {"namespace": "team", "name": f"pod-{i}", "uid": f"uid-{i}", "queue": "q", "gated": True,
+         "reason": "queue resource quota insufficient: insufficient cpu"}
+        for i in range(2000)
+    ]  # fmt: skip
+    report = {"started_at": 1.0, "waiting": waiting}
+    previous = app.conf.broker_url
+    use_broker(redis_url)
+    try:
+        store_cycle_report.apply_async((report,), queue="compression-check")
+    finally:
+        use_broker(previous)
+    raw = redis.Redis.from_url(redis_url).lpop("compression-check")
+    message = json.loads(raw)
+    assert message["headers"]["compression"] == "application/x-gzip"
+    body = zlib.decompress(base64.b64decode(message["body"]))
+    assert json.loads(body)[0] == [report]
+    assert len(body) > 10 * len(message["body"])  # what Redis holds is a tenth or less
