@@ -58,6 +58,7 @@ def _run(folder: str) -> None:
         f"{QUEUES * PODS_PER_QUEUE:,} waiting pods; written in {time.perf_counter() - started:.1f} s"
     )
     _print_message_figures(report)
+    del report  # a web server does not hold a 50,000-pod report: keep it out of the GC's walk
     for label, url in PAGES.items():
         htmx = "htmx" in label
         timings = _time_requests(url, htmx=htmx)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -35,6 +36,16 @@ def require_binary(name: str, *, fallback: str | None = None) -> str:
     if in_ci():
         pytest.fail(f"{message}; CI must run these tests (.ci/run installs it)")
     pytest.skip(f"{message}; install it to run these tests")
+
+
+@pytest.fixture(autouse=True)
+def _keep_root_logger_level():
+    """A Celery test worker sets the root logger to ERROR for the rest of the process; give
+    every test the level the run started with, so caplog sees warnings whatever ran before."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

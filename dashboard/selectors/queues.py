@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db.models import FloatField
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from dashboard.models import PodState, QueueSample
@@ -17,8 +20,8 @@ SERIES_FIELDS = ("allocated", "deserved", "capability", "reserved")
 COUNT_FIELDS = ("running", "gated", "pipelined", "unschedulable")
 
 
-def queue_rows(summary: dict) -> list[dict]:
-    """Every queue but the root, with its capacity bars, counts and admission risks."""
+def queue_rows(summary: dict, only: str | None = None) -> list[dict]:
+    """Every queue but the root (or just ``only``), with capacity bars, counts and risks."""
     risky: dict[str, int] = {}
     for risk in summary.get("risks", []):
         if risk.get("risk") not in {"fits_now", None}:
@@ -30,12 +33,12 @@ def queue_rows(summary: dict) -> list[dict]:
             "risks": risky.get(q["name"], 0),
         }
         for q in summary.get("queues", [])
-        if q["name"] != ROOT
+        if q["name"] != ROOT and (only is None or q["name"] == only)
     ]
 
 
 def queue_in(summary: dict, name: str) -> dict | None:
-    return next((q for q in queue_rows(summary) if q["name"] == name), None)
+    return next(iter(queue_rows(summary, only=name)), None)
 
 
 def queue_pods(summary: dict, name: str) -> dict[str, list[dict]]:
@@ -52,14 +55,24 @@ def queue_pods(summary: dict, name: str) -> dict[str, list[dict]]:
 
 
 def queue_series(name: str, chart_range: ChartRange, now: datetime | None = None) -> list[dict]:
-    """The queue's samples over the range, one per bucket of the range's level."""
+    """The queue's samples over the range, one per bucket of the range's level.
+
+    Each resource field comes back as ``{"cpu": millicores}``: the charts draw CPU only, and
+    the database pulls that one key out of the JSON far faster than Python decodes it whole.
+    """
     since = (now or timezone.now()) - chart_range.span
     in_range = QueueSample.objects.filter(queue=name, at__gte=since)
     level = pick_level(chart_range, lambda lv: in_range.filter(level__gte=lv).count())
     # Sorted here, not in SQL: ORDER BY at makes SQLite walk the (queue, at) index through
     # every sample of the range instead of the (queue, level, at) one through a few hundred.
     rows = in_range.filter(level__gte=level).order_by()
-    return sorted(rows.values("at", "share", *SERIES_FIELDS, *COUNT_FIELDS), key=_at)
+    cpu = {f"{field}_cpu": Cast(KT(f"{field}__cpu"), FloatField()) for field in SERIES_FIELDS}
+    series = []
+    for row in rows.values("at", "share", *COUNT_FIELDS, **cpu):
+        for field in SERIES_FIELDS:
+            row[field] = {"cpu": row.pop(f"{field}_cpu") or 0}
+        series.append(row)
+    return sorted(series, key=_at)
 
 
 def _at(row: dict) -> datetime:

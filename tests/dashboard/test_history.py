@@ -240,3 +240,18 @@ def test_a_young_installation_charts_every_cycle_of_the_week():
     now = datetime.fromtimestamp(T0 + 10, tz=UTC)
 
     assert len(queue_series("research", RANGES["week"], now)) == 5
+
+
+def test_a_queue_series_carries_each_cycles_cpu_figures_and_counts_in_time_order():
+    store_cycle_report(make_report(T0 + 1, queues=[queue("research", allocated=2.5, reserved=1,
+                                                         running=3, gated=7)]))  # fmt: skip
+    store_cycle_report(make_report(T0, queues=[queue("research", allocated=1, deserved=0)]))
+    now = datetime.fromtimestamp(T0 + 10, tz=UTC)
+
+    first, second = queue_series("research", RANGES["hour"], now)
+
+    assert first["at"] < second["at"]
+    assert first["deserved"] == {"cpu": 0}  # a queue without deserved draws zero
+    assert (first["allocated"], first["capability"]) == ({"cpu": 1000}, {"cpu": 8000})
+    assert (second["allocated"], second["reserved"]) == ({"cpu": 2500}, {"cpu": 1000})
+    assert (second["running"], second["gated"], second["unschedulable"]) == (3, 7, 0)

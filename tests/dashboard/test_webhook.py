@@ -162,7 +162,7 @@ def test_it_skips_a_pod_that_names_its_node(client, labelled_namespaces):
 
 
 def test_its_own_failure_admits_the_pod_unpatched_and_logs_why(client, labelled_namespaces, caplog):
-    caplog.set_level(logging.WARNING, logger="dashboard.webhooks")  # whatever ran before
+    caplog.set_level(logging.WARNING, logger="scheduler.admission.mutate")  # a worker raised root
     pod = make_pod(namespace="unknown-namespace")
 
     response = post_review(client, admission_review(pod))
