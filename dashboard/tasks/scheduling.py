@@ -64,7 +64,8 @@ def reset_scheduler_service() -> None:
     time_limit=90,
 )
 def run_cycle() -> dict | None:
-    """One cycle if no other worker is running one; the report is stored asynchronously."""
+    """One cycle if no other worker is running one; the report is stored asynchronously and
+    its summary returned (None when no cycle ran)."""
     try:
         service = scheduler_service()
     except (RuntimeError, TimeoutError, OSError, ConfigException) as exc:
@@ -77,12 +78,11 @@ def run_cycle() -> dict | None:
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)
-    data = report.to_dict()
-    store_cycle_report.delay(data)  # history and the pages' live state
+    store_cycle_report.delay(report.to_dict())  # history and the pages' live state
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),
         "waiting": len(report.waiting),
     }
     log.info("cycle done", extra={"object": "scheduler", **summary})
-    return data
+    return summary  # small: Celery logs a task's return value every cycle
