@@ -195,6 +195,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.server": {"level": "WARNING"},
+        # A cycle a second means two tasks a second: their received/succeeded lines (and
+        # beat's "sending due task") would drown everything else. Failures still show.
+        "celery.app.trace": {"level": "WARNING"},
+        "celery.worker.strategy": {"level": "WARNING"},
+        "celery.beat": {"level": "WARNING"},
         "kubernetes": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
     },

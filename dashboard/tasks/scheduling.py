@@ -84,5 +84,6 @@ def run_cycle() -> dict | None:
         "decisions": len(report.transitions),
         "waiting": len(report.waiting),
     }
-    log.info("cycle done", extra={"object": "scheduler", **summary})
+    level = logging.INFO if report.transitions or report.errors else logging.DEBUG
+    log.log(level, "cycle done", extra={"object": "scheduler", **summary})
     return summary  # small: Celery logs a task's return value every cycle
