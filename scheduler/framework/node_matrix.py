@@ -39,7 +39,8 @@ class NodeMatrix:
         self._vectors: dict[tuple, np.ndarray] = {}
 
     def _matrix(self, resources) -> np.ndarray:
-        m = np.zeros((len(self.nodes), len(self.dims)), dtype=np.float64)
+        # Column-major: fit and score read a few resource columns across every node.
+        m = np.zeros((len(self.nodes), len(self.dims)), dtype=np.float64, order="F")
         for i, res in enumerate(resources):
             for k, v in res.values.items():
                 m[i, self.dim_index[k]] = v

@@ -25,9 +25,17 @@ class NodeOrderPlugin(Plugin):
         inv_mem = np.where(matrix.allocatable[:, mem] > 0, 1 / matrix.safe_allocatable[:, mem], 0)
 
         def score(task, vec: np.ndarray) -> np.ndarray:
-            free_cpu = np.clip((matrix.idle[:, cpu] - vec[cpu]) * inv_cpu, 0, 1)
-            free_mem = np.clip((matrix.idle[:, mem] - vec[mem]) * inv_mem, 0, 1)
-            return (free_cpu + free_mem) * scale
+            # In-place ufuncs: np.clip's Python wrapper costs more than the arithmetic here.
+            free_cpu = matrix.idle[:, cpu] - vec[cpu]
+            free_cpu *= inv_cpu
+            free_mem = matrix.idle[:, mem] - vec[mem]
+            free_mem *= inv_mem
+            for free in (free_cpu, free_mem):
+                np.maximum(free, 0.0, out=free)
+                np.minimum(free, 1.0, out=free)
+            free_cpu += free_mem
+            free_cpu *= scale
+            return free_cpu
 
         ssn.node_score_fns.append(score)
 
