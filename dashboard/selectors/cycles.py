@@ -10,7 +10,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from dashboard.models import Cycle, PodTransition, QueueSample
-from dashboard.selectors.sampling import ChartRange, pick_level
+from dashboard.selectors.sampling import ChartRange, levels_from, pick_level
 
 PAGE_SIZE = 50
 
@@ -54,8 +54,8 @@ def cycle_series(chart_range: ChartRange, now: datetime | None = None) -> list[d
     """Cycle durations and pods by state over the range, one cycle per bucket."""
     since = (now or timezone.now()) - chart_range.span
     in_range = Cycle.objects.filter(started_at__gte=since)
-    level = pick_level(chart_range, lambda lv: in_range.filter(level__gte=lv).count())
-    rows = in_range.filter(level__gte=level).order_by()  # sorted here: see queue_series
+    level = pick_level(chart_range, lambda lv: in_range.filter(level__in=levels_from(lv)).count())
+    rows = in_range.filter(level__in=levels_from(level)).order_by()  # sorted: see queue_series
     return sorted(rows.values("started_at", "duration_ms", "counts"), key=_started_at)
 
 

@@ -52,6 +52,13 @@ def bucket_level(at: datetime, previous: datetime | None) -> int:
     return level
 
 
+def levels_from(level: int) -> list[int]:
+    """``level`` and every coarser one, for ``level__in``: with an equality per level an index
+    on (level, at) also bounds ``at``; ``level__gte`` would walk every coarser row ever stored
+    before the time filter applies (3 ms instead of 0.7 for an hour of one-second cycles)."""
+    return list(range(level, TOP_LEVEL + 1))
+
+
 def pick_level(chart_range: ChartRange, count_at_or_above: Callable[[int], int]) -> int:
     """The range's level, or the coarsest finer one that gives at least MIN_POINTS points."""
     for level in range(chart_range.level, 0, -1):

@@ -158,6 +158,20 @@ def test_queue_page_groups_pods_with_reasons_in_plain_words(client, demo):
     assert "held by the admission check: no node shape fits 24 CPU" in prod
 
 
+def test_a_long_queue_lists_its_first_pods_of_each_state_and_links_to_all(client):
+    many = [waiting(f"job-{i:03d}", "research", gated=True, reason="queue research is full")
+            for i in range(60)]  # fmt: skip
+    store_cycle_report(make_report(time.time(), queues=[queue("research")], waiting=many))
+
+    page = client.get("/queues/research/").content.decode()
+
+    gated = page[page.index('data-state="Gated"') : page.index('data-state="Unschedulable"')]
+    assert 'Gated <span class="count">(60)</span>' in gated
+    assert gated.count("waiting for queue capacity (gated)") == 50
+    assert "research/job-049" in gated and "research/job-050" not in gated
+    assert '/pods/?queue=research&state=Gated">All 60 gated pods</a>' in gated
+
+
 def test_queue_page_has_charts_and_a_table_fallback(client, demo):
     page = client.get("/queues/research/?range=week").content.decode()
 
