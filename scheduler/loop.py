@@ -30,6 +30,8 @@ class QueueReport:
     reserved: dict[str, float]
     counts: dict[str, int]  # pending, gated, pipelined, unschedulable, running
     resources: dict[str, dict[str, float]]  # the same groups, summed requests
+    # The part of inqueue that gate reservations already hold (counted in both figures).
+    inqueue_reserved: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -186,6 +188,7 @@ def _queue_reports(ssn: Session) -> list[QueueReport]:
         ]
         reports.append(QueueReport(
             name, *figures, reserved.to_dict(), counts, {g: r.to_dict() for g, r in sums.items()},
+            attr.inqueue_reserved.to_dict() if attr else {},
         ))  # fmt: skip
     return reports
 

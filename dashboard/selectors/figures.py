@@ -28,10 +28,16 @@ def format_resources(resources: dict | None) -> str:
 
 def capacity_bars(queue: dict) -> list[dict]:
     """One bar per resource the queue uses or limits: allocated | reserved | inqueue | free,
-    drawn against the largest of capability, deserved and use, with deserved as a marker."""
+    drawn against the largest of capability, deserved and use, with deserved as a marker.
+
+    The inqueue segment is what admitted jobs still want beyond their pods' gate
+    reservations: a job whose ungated pods wait for a node counts in both of the engine's
+    figures (``inqueue_reserved`` says how much), and drawing both would count it twice."""
     bars = []
     for resource in BAR_RESOURCES:
         amounts = {s: (queue.get(s) or {}).get(resource, 0) for s in SEGMENTS}
+        held = (queue.get("inqueue_reserved") or {}).get(resource, 0)
+        amounts["inqueue"] = max(amounts["inqueue"] - held, 0)
         capability = (queue.get("capability") or {}).get(resource)
         deserved = (queue.get("deserved") or {}).get(resource)
         used = sum(amounts.values())

@@ -30,9 +30,14 @@ def wait_reason(pod: dict, risk: dict | None = None, *, gate_removed: bool = Fal
     state = wait_state(pod)
     if state == "Pipelined":
         return detail  # the engine already says "pipelined on <node> until ..."
-    if risk and risk.get("check_state") in ("Retry", "Pending") and state != "Gated":
+    if risk and risk.get("check_state") in ("Retry", "Pending"):
+        # The queue took it, the check did not: its PodGroup stays Pending (and a pod of ours
+        # keeps its gate, never reaching the queue check that would lift it).
         return f"held by the admission check: {risk.get('explanation') or detail}"
     if risk and risk.get("risk") == NO_NODE_SHAPE:
+        if state == "Gated":  # still waiting for its queue: not (yet) a false admission
+            explanation = risk.get("explanation") or ""
+            return f"waiting for queue capacity (gated), and fits no node shape: {explanation}"
         # Admitted by quota although no node shape can hold it: a false admission.
         return f"fits no node shape (admitted by its queue's quota): {risk.get('explanation')}"
     if state == "Gated":

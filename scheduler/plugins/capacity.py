@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scheduler.api.helpers import ROOT_QUEUE, has_queue_allocation_gate_annotation
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
-from scheduler.api.resource import Resource, exceeded_part, res_max, share
+from scheduler.api.resource import Resource, exceeded_part, res_max, res_min, share
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins import Plugin
 from scheduler.plugins.queue_tree import QueueAttr, build_tree
@@ -95,14 +95,24 @@ class CapacityPlugin(Plugin):
 
     def _refresh_inqueue(self, ssn) -> None:
         """Recompute inqueue for the report: within a cycle an admitted job's minResources and
-        its new allocations both count (as in Volcano); at the end only the unmet part does."""
+        its new allocations both count (as in Volcano); at the end only the unmet part does.
+
+        ``inqueue_reserved`` is the part of it that gate reservations already hold: an
+        admitted job whose ungated pods wait for a node counts in both figures (the enqueue
+        check reads one, the allocatable check the other), and a display must not add them."""
+        reserved_by_job: dict[str, Resource] = {}
+        for tasks in self.reserved.values():
+            for task in tasks.values():
+                reserved_by_job.setdefault(task.job_id, Resource()).add(task.resreq)
         for attr in self.attrs.values():
-            attr.inqueue = Resource()
+            attr.inqueue, attr.inqueue_reserved = Resource(), Resource()
         for job in ssn.jobs.values():
             if job.queue in self.attrs:
                 inqueue = self._job_inqueue(job)
+                held = res_min(inqueue, reserved_by_job.get(job.uid, Resource()))
                 for attr in self.attrs[job.queue].chain:
                     attr.inqueue.add(inqueue)
+                    attr.inqueue_reserved.add(held)
 
     def _job_inqueue(self, job: JobInfo) -> Resource:
         if job.min_resources is None:

@@ -27,6 +27,7 @@ class QueueAttr:
     real_capability: Resource = field(default_factory=Resource)
     allocated: Resource = field(default_factory=Resource)
     inqueue: Resource = field(default_factory=Resource)
+    inqueue_reserved: Resource = field(default_factory=Resource)  # report only: see capacity
     elastic: Resource = field(default_factory=Resource)
     share: float = 0.0
 

@@ -17,6 +17,9 @@ import yaml
 from django.test import override_settings
 
 from dashboard import kube
+from scheduler.admission.context import Admission
+from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot, node_groups_in
+from scheduler.config import default_config
 from scheduler.sim.scenario import SCENARIO_DIR
 from tests.gates import harness
 
@@ -31,12 +34,22 @@ def demo_cluster(
 ) -> Iterator[harness.Harness]:
     """The demo after ``seconds`` of simulated time, with Django pointed at its API server."""
     scenario = yaml.safe_load((SCENARIO_DIR / "demo.yaml").read_text())
+    # As `make run` once its first capacity snapshot is stored: the admission check is off
+    # (the dashboard's default, SLUICE_ADMISSION_CHECK) but every workload's risk is computed.
+    config = default_config().with_action_arguments("enqueue", admissionCheck=False)
     previous, harness.START = harness.START, float(int(time.time()) - seconds)
     try:
-        demo = harness.Harness(scenario, autoscaler="cluster-autoscaler", webhook_url=webhook_url)
+        demo = harness.Harness(
+            scenario, autoscaler="cluster-autoscaler", webhook_url=webhook_url, config=config
+        )
     finally:
         harness.START = previous
     demo.server.write_kubeconfig(kubeconfig)
+    snapshots = PeriodicSnapshot(lambda now: fetch_snapshot(demo.api, now), demo.clock.now)
+    groups = demo.sim.scenario.node_groups
+    demo.service.admission = Admission.for_config(
+        config, snapshots, node_groups=lambda snap: node_groups_in(snap, groups)
+    )
     try:
         with override_settings(SLUICE_KUBECONFIG=str(kubeconfig)):
             kube.api_client.cache_clear()  # the webhook reads namespace labels through it

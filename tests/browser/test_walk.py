@@ -105,6 +105,18 @@ def test_queue_pages_show_waiting_pods_with_their_reasons(live_server, page, sto
         expect(row).to_contain_text(f"pipelined on {pod.node} until")
 
 
+def test_the_false_admission_is_shown_as_a_risk_and_next_to_the_pod(live_server, page, stored):
+    # lab/too-big (17 CPU, Guaranteed) is admitted by its queue's quota; no node shape holds it.
+    page.goto(live_server.url + "/risks/")
+
+    section = page.locator('section[data-risk="fits_no_node_shape"]')
+    expect(section.locator("tr", has_text="prod/too-big")).to_contain_text("lab")
+
+    page.goto(live_server.url + "/queues/lab/")
+    row = page.locator('section[data-state="Unschedulable"] tr', has_text="prod/too-big")
+    expect(row).to_contain_text("fits no node shape (admitted by its queue's quota)")
+
+
 def test_a_chart_changes_range_without_reloading(live_server, page, stored):
     page.goto(live_server.url + "/queues/research/")
     expect(page.locator("#queue-cpu .main-svg").first).to_be_visible()

@@ -29,3 +29,17 @@ def test_pipelined_and_unschedulable_pods_keep_their_own_words():
     assert wait_reason(pipelined) == "pipelined on n1 until 1 pod finishes there"
     assert wait_reason(POD).startswith("no node fits: 0/3 nodes")
     assert wait_reason(POD, gate_removed=True).startswith("gate removed; no node fits")
+
+
+def test_a_gated_pod_the_check_holds_is_said_to_be_held_not_admitted():
+    gated = {**POD, "gated": True, "state": "gated", "reason": ""}
+    assert wait_reason(gated, {**NO_SHAPE, "check_state": "Retry"}) == (
+        "held by the admission check: no node shape fits 17 CPU"
+    )
+
+
+def test_a_gated_pod_that_fits_no_node_shape_still_waits_for_its_queue_first():
+    gated = {**POD, "gated": True, "state": "gated", "reason": "queue lab is full"}
+    assert wait_reason(gated, {**NO_SHAPE, "check_state": ""}) == (
+        "waiting for queue capacity (gated), and fits no node shape: no node shape fits 17 CPU"
+    )

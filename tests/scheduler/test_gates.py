@@ -312,3 +312,18 @@ def test_an_opted_in_gang_that_exactly_fills_its_queue_is_placed_whole():
     ).run()
     assert binds(client) == {"ns/g0": "n1", "ns/g1": "n1"}
     assert {q.name: q.reserved for q in report.queues}["q"] == {}
+
+
+def test_the_report_says_how_much_of_inqueue_gate_reservations_already_hold():
+    # Both pods are admitted (inqueue) and fit no node; only the opted-in one holds a gate
+    # reservation, so 1 of the 2 CPU in inqueue is also in reserved.
+    scenario = Scenario(
+        nodes=[node("n1")],
+        pods=[pod("ours", gates=[GATE], opt_in=True, selector={"pool": "new"}),
+              pod("plain", selector={"pool": "new"})],
+    )  # fmt: skip
+    report, _ = scenario.run()
+    default = next(q for q in report.queues if q.name == "default")
+    assert default.inqueue == {"cpu": 2000, "memory": 2 * 2**30}
+    assert default.reserved == {"cpu": 1000, "memory": 2**30}
+    assert default.inqueue_reserved == {"cpu": 1000, "memory": 2**30}
