@@ -168,7 +168,6 @@ _GROUPS = ("pending", "gated", "pipelined", "unschedulable", "running")
 
 def _queue_reports(ssn: Session) -> list[QueueReport]:
     attrs = getattr(ssn, "queue_attrs", {})
-    reserved_tasks = getattr(ssn, "queue_reserved", {})
     reports = []
     jobs_by_queue: dict[str, list] = {}
     for job in ssn.jobs.values():
@@ -179,16 +178,14 @@ def _queue_reports(ssn: Session) -> list[QueueReport]:
         for job in jobs_by_queue.get(name, ()):
             _count_job(ssn, job, counts, sums)
         attr = attrs.get(name)
-        reserved = Resource()
-        for task in reserved_tasks.get(name, {}).values():
-            reserved.add(task.resreq)
-        figures = [
+        capability, deserved, allocated, inqueue, reserved, inqueue_reserved = (
             getattr(attr, a).to_dict() if attr else {}
-            for a in ("real_capability", "deserved", "allocated", "inqueue")
-        ]
+            for a in ("real_capability", "deserved", "allocated", "inqueue", "reserved",
+                      "inqueue_reserved")
+        )  # fmt: skip
         reports.append(QueueReport(
-            name, *figures, reserved.to_dict(), counts, {g: r.to_dict() for g, r in sums.items()},
-            attr.inqueue_reserved.to_dict() if attr else {},
+            name, capability, deserved, allocated, inqueue, reserved, counts,
+            {g: r.to_dict() for g, r in sums.items()}, inqueue_reserved,
         ))  # fmt: skip
     return reports
 

@@ -25,7 +25,6 @@ class CapacityPlugin(Plugin):
         self._expire_reservations(ssn)
         self._compute_capabilities(ssn)
         ssn.queue_attrs = self.attrs
-        ssn.queue_reserved = self.reserved
         ssn.queue_order_fns.append(lambda q: (-q.priority, self._share(q.name)))
         ssn.job_enqueueable_fns.append(self.job_enqueueable)
         ssn.job_enqueued_fns.append(self.job_enqueued)
@@ -35,7 +34,7 @@ class CapacityPlugin(Plugin):
         ssn.cleanup_reservations_fns.append(self.cleanup_reservations)
         ssn.reclaimable_fns.append(self.reclaimable)
         ssn.preemptive_fns.append(self.preemptive)
-        ssn.close_fns.append(self._refresh_inqueue)
+        ssn.close_fns.append(self._refresh_report_figures)
 
     def _share(self, name: str) -> float:
         attr = self.attrs.get(name)
@@ -93,19 +92,24 @@ class CapacityPlugin(Plugin):
                 ssn.notices.append(f"pod {task.namespace}/{task.name}: {message}")
                 ssn.writer.event(task.pod, "Warning", "QueueReservationExpired", message)
 
-    def _refresh_inqueue(self, ssn) -> None:
-        """Recompute inqueue for the report: within a cycle an admitted job's minResources and
-        its new allocations both count (as in Volcano); at the end only the unmet part does.
+    def _refresh_report_figures(self, ssn) -> None:
+        """The report's figures per queue, each summed up the hierarchy like allocated.
 
-        ``inqueue_reserved`` is the part of it that gate reservations already hold: an
-        admitted job whose ungated pods wait for a node counts in both figures (the enqueue
-        check reads one, the allocatable check the other), and a display must not add them."""
+        inqueue is recomputed: within a cycle an admitted job's minResources and its new
+        allocations both count (as in Volcano); at the end only the unmet part does.
+        ``reserved`` sums the gate reservations left after the cycle, and ``inqueue_reserved``
+        is the part of inqueue they already hold: an admitted job whose ungated pods wait for
+        a node counts in both figures (the enqueue check reads one, the allocatable check the
+        other), and a display must not add them."""
+        for attr in self.attrs.values():
+            attr.inqueue, attr.reserved, attr.inqueue_reserved = Resource(), Resource(), Resource()
         reserved_by_job: dict[str, Resource] = {}
-        for tasks in self.reserved.values():
+        for queue, tasks in self.reserved.items():
+            chain = self.attrs[queue].chain if queue in self.attrs else []
             for task in tasks.values():
                 reserved_by_job.setdefault(task.job_id, Resource()).add(task.resreq)
-        for attr in self.attrs.values():
-            attr.inqueue, attr.inqueue_reserved = Resource(), Resource()
+                for attr in chain:
+                    attr.reserved.add(task.resreq)
         for job in ssn.jobs.values():
             if job.queue in self.attrs:
                 inqueue = self._job_inqueue(job)

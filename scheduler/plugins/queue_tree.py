@@ -27,7 +27,10 @@ class QueueAttr:
     real_capability: Resource = field(default_factory=Resource)
     allocated: Resource = field(default_factory=Resource)
     inqueue: Resource = field(default_factory=Resource)
-    inqueue_reserved: Resource = field(default_factory=Resource)  # report only: see capacity
+    # Report only (capacity fills them at session close): gate reservations of the queue and
+    # its descendants, and the part of inqueue they already hold.
+    reserved: Resource = field(default_factory=Resource)
+    inqueue_reserved: Resource = field(default_factory=Resource)
     elastic: Resource = field(default_factory=Resource)
     share: float = 0.0
 

@@ -327,3 +327,18 @@ def test_the_report_says_how_much_of_inqueue_gate_reservations_already_hold():
     assert default.inqueue == {"cpu": 2000, "memory": 2 * 2**30}
     assert default.reserved == {"cpu": 1000, "memory": 2**30}
     assert default.inqueue_reserved == {"cpu": 1000, "memory": 2**30}
+
+
+def test_a_parent_queue_reports_its_childrens_reservations_like_their_inqueue():
+    scenario = Scenario(
+        nodes=[node("n1")],
+        queues=[queue("dept"), queue("team", parent="dept")],
+        pods=[pod("ours", queue="team", gates=[GATE], opt_in=True, selector={"pool": "new"})],
+    )
+    report, _ = scenario.run()
+    by_name = {q.name: q for q in report.queues}
+    one_pod = {"cpu": 1000, "memory": 2**30}
+    for name in ("team", "dept"):
+        assert by_name[name].inqueue == one_pod
+        assert by_name[name].reserved == one_pod
+        assert by_name[name].inqueue_reserved == one_pod
