@@ -72,12 +72,6 @@ class NodeInfo:
         self.used.sub(req)
         self._sync_idle(req)
 
-    @property
-    def overcommitted(self) -> bool:
-        """Whether the node's pods ask for more than it has on some resource."""
-        alloc = self.allocatable.values
-        return any(v > alloc.get(k, 0) for k, v in self.used.values.items())
-
     def _sync_idle(self, changed: Resource) -> None:
         """Recompute ``idle`` on the resources ``changed`` touched: allocatable - used, floored."""
         alloc, used, idle = self.allocatable.values, self.used.values, self.idle.values
