@@ -7,8 +7,6 @@ from __future__ import annotations
 from kubernetes import client
 
 from scheduler.admission.check import CONDITION_TYPE
-from scheduler.admission.context import Admission
-from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot, node_groups_in
 from scheduler.config import default_config
 from tests.gates.harness import Harness
 
@@ -20,13 +18,7 @@ def start(scenario: dict, *, check: bool = True, node_groups: bool = False, **en
     """A Harness whose scheduler has the check (``check=False``: snapshot and risks only)."""
     config = default_config().with_action_arguments("enqueue", admissionCheck=check, **enqueue)
     h = Harness(scenario, config=config)
-    h.snapshots = PeriodicSnapshot(lambda now: fetch_snapshot(h.api, now), h.clock.now)
-    groups = h.sim.scenario.node_groups if node_groups else ()
-    h.service.admission = Admission.for_config(
-        config,
-        h.snapshots,
-        node_groups=(lambda snap: node_groups_in(snap, groups)) if groups else None,
-    )
+    h.attach_admission(node_groups=node_groups)
     return h
 
 

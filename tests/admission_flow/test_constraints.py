@@ -18,7 +18,6 @@ from tests.admission_flow.flow import (
     phase,
     pod,
     running,
-    start,
     workload,
 )
 
@@ -39,20 +38,6 @@ def scenario(*nodes: dict) -> dict:
 def node(name: str, cpu: str, labels: dict | None = None, taints: list | None = None) -> dict:
     capacity = {"cpu": cpu, "memory": "64Gi", "pods": "110"}
     return {"name": name, "capacity": capacity, "labels": labels or {}, "taints": taints or []}
-
-
-@pytest.fixture
-def harnesses():
-    started = []
-
-    def make(*args, **kwargs):
-        h = start(*args, **kwargs)
-        started.append(h)
-        return h
-
-    yield make
-    for h in started:
-        h.close()
 
 
 def held(h, name: str, reason: str = "InsufficientNodeCapacity") -> dict:

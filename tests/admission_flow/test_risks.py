@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.admission import report
-from tests.admission_flow.flow import capacity_condition, phase, risk_of, start, workload
+from tests.admission_flow.flow import capacity_condition, phase, risk_of, workload
 
 NODES = [
     {"name": n, "capacity": {"cpu": "4", "memory": "64Gi", "pods": "110"}} for n in ("n0", "n1")
@@ -30,20 +30,6 @@ def scenario(*, node_groups: list | None = None) -> dict:
         "nodeGroups": node_groups or [],
         "kubelet": {"startupDelay": 1},
     }
-
-
-@pytest.fixture
-def harnesses():
-    started = []
-
-    def make(*args, **kwargs):
-        h = start(*args, **kwargs)
-        started.append(h)
-        return h
-
-    yield make
-    for h in started:
-        h.close()
 
 
 @pytest.fixture

@@ -17,8 +17,6 @@ import yaml
 from django.test import override_settings
 
 from dashboard import kube
-from scheduler.admission.context import Admission
-from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot, node_groups_in
 from scheduler.config import default_config
 from scheduler.sim.scenario import SCENARIO_DIR
 from tests.gates import harness
@@ -45,11 +43,7 @@ def demo_cluster(
     finally:
         harness.START = previous
     demo.server.write_kubeconfig(kubeconfig)
-    snapshots = PeriodicSnapshot(lambda now: fetch_snapshot(demo.api, now), demo.clock.now)
-    groups = demo.sim.scenario.node_groups
-    demo.service.admission = Admission.for_config(
-        config, snapshots, node_groups=lambda snap: node_groups_in(snap, groups)
-    )
+    demo.attach_admission()
     try:
         with override_settings(SLUICE_KUBECONFIG=str(kubeconfig)):
             kube.api_client.cache_clear()  # the webhook reads namespace labels through it

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from kubernetes import client
 
+from scheduler.admission.context import Admission
+from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot, node_groups_in
 from scheduler.clock import VirtualClock
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.loop import CycleReport
@@ -62,6 +64,18 @@ class Harness:
             self.api, config=config or default_config(), act=True, clock=self.clock.now
         ).start(sync_timeout=10)
         self.reports: list[CycleReport] = []
+
+    def attach_admission(self, *, node_groups: bool = True) -> None:
+        """Give the scheduler the node-capacity check (as its configuration says), fed by
+        snapshots of this cluster on its clock (the resource monitor's job in the product),
+        with the scenario's node groups as the shapes a scale-up can add."""
+        self.snapshots = PeriodicSnapshot(lambda now: fetch_snapshot(self.api, now), self.clock.now)
+        groups = self.sim.scenario.node_groups if node_groups else ()
+        self.service.admission = Admission.for_config(
+            self.service.config,
+            self.snapshots,
+            node_groups=(lambda snap: node_groups_in(snap, groups)) if groups else None,
+        )
 
     def settle(self) -> None:
         target = self.store.latest_version(WATCHED_KINDS)

@@ -9,8 +9,6 @@ import pytest
 import yaml
 
 from dashboard import kube
-from scheduler.admission.context import Admission
-from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot, node_groups_in
 from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
 from scheduler.config import default_config
 from scheduler.sim.scenario import SCENARIO_DIR
@@ -30,11 +28,7 @@ def demo(live_server, settings, tmp_path):
     )
     settings.SLUICE_KUBECONFIG = str(h.server.write_kubeconfig(tmp_path / "kubeconfig"))
     kube.api_client.cache_clear()  # the webhook reads namespace labels from this cluster
-    snapshots = PeriodicSnapshot(lambda now: fetch_snapshot(h.api, now), h.clock.now)
-    groups = h.sim.scenario.node_groups
-    h.service.admission = Admission.for_config(
-        config, snapshots, node_groups=lambda snap: node_groups_in(snap, groups)
-    )
+    h.attach_admission()
     yield h
     h.close()
     kube.api_client.cache_clear()
