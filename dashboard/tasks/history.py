@@ -92,8 +92,7 @@ def _store(report: dict) -> int | None:
         notices=report.get("notices", []),
     )
     _store_samples(cycle, queues)
-    queue_of = _queue_lookup(report)
-    _store_transitions(cycle, report.get("transitions", []), queue_of)
+    _store_transitions(cycle, report.get("transitions", []))
     if not Cycle.objects.filter(started_at__gt=started).exists():  # a late report is history
         _replace_live_state(cycle, report, queues)
     return cycle.id
@@ -135,24 +134,7 @@ def _store_samples(cycle: Cycle, queues: list[dict]) -> None:
     )
 
 
-def _queue_lookup(report: dict):
-    """uid -> queue: this cycle's waiting pods, else the pod's state row, else the last cycle's
-    waiting pods (a pod bound this cycle no longer waits, so only the past knows its queue)."""
-    known = {w["uid"]: w["queue"] for w in report.get("waiting", [])}
-    uids = {t["uid"] for t in report.get("transitions", [])} - set(known)
-    if uids:
-        known.update(
-            PodState.objects.filter(uid__in=uids).exclude(queue="").values_list("uid", "queue")
-        )
-    if uids - set(known):
-        for live in LiveState.objects.filter(key__startswith="queue:"):
-            queue = live.key.removeprefix("queue:")
-            for pod in live.data.get("waiting", []):
-                known.setdefault(pod["uid"], queue)
-    return lambda uid: known.get(uid, "")
-
-
-def _store_transitions(cycle: Cycle, transitions: list[dict], queue_of) -> None:
+def _store_transitions(cycle: Cycle, transitions: list[dict]) -> None:
     rows = [
         PodTransition(
             cycle=cycle,
@@ -160,7 +142,7 @@ def _store_transitions(cycle: Cycle, transitions: list[dict], queue_of) -> None:
             namespace=t["namespace"],
             name=t["name"],
             uid=t["uid"],
-            queue=queue_of(t["uid"]),
+            queue=t.get("queue") or "",
             from_state=t["from_status"],
             to_state=t["to_status"],
             node=t.get("node") or "",

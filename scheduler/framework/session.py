@@ -34,6 +34,7 @@ class Session:
         self.invalid_jobs: dict[str, tuple[JobInfo, str, str]] = {}  # uid -> (job, reason, msg)
         self.config, self.writer, self.now = config, writer, now
         writer.persist_pipelines = config.pipeline_persistence
+        writer.jobs = self.jobs
         self.reservations = snapshot.reservations
         self.notices: list[str] = []  # lines for the cycle report (e.g. expired reservations)
         extra = {

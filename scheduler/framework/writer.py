@@ -28,6 +28,7 @@ class Transition:
     to_status: str
     node: str
     reason: str
+    queue: str = ""  # the queue of the pod's job, so history needs no lookup
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,11 +51,13 @@ class Writer:
         self._removed_inline: set[str] = set()
         self.transitions: list[Transition] = []
         self.errors: list[str] = []
+        self.jobs: Mapping[str, Any] = {}  # the session's jobs (set when it opens): for queues
 
     def _record(self, task: TaskInfo, old: str, new: str, node: str, reason: str) -> None:
-        self.transitions.append(
-            Transition(task.namespace, task.name, task.uid, old, new, node, reason)
-        )
+        job = self.jobs.get(task.job_id)
+        self.transitions.append(Transition(
+            task.namespace, task.name, task.uid, old, new, node, reason, job.queue if job else ""
+        ))  # fmt: skip
 
     def bind(self, task: TaskInfo, node_name: str) -> None:
         if self.act:

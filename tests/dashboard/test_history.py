@@ -45,7 +45,8 @@ def waiting(name: str, queue: str, *, gated: bool, reason: str, namespace: str =
     }
 
 
-def transition(name: str, old: str, new: str, node: str = "", reason: str = "", ns="research"):
+def transition(name: str, old: str, new: str, node: str = "", reason: str = "", ns="research",
+               queue: str = ""):  # fmt: skip
     return {
         "namespace": ns,
         "name": name,
@@ -54,6 +55,7 @@ def transition(name: str, old: str, new: str, node: str = "", reason: str = "", 
         "to_status": new,
         "node": node,
         "reason": reason,
+        "queue": queue or ns,
     }
 
 
@@ -123,17 +125,14 @@ def test_waiting_pods_cost_no_history_rows():
     assert len(live_waiting("research")) == 50
 
 
-def test_a_bound_pod_keeps_the_queue_it_waited_in():
-    store_cycle_report(
-        make_report(T0, waiting=[waiting("nb-4", "research", gated=False, reason="x")])
-    )
+def test_a_transition_is_stored_under_the_queue_the_engine_names():
+    # The pod no longer waits once bound: the transition itself says which queue it was in.
+    bound = transition("nb-4", "Pending", "Binding", "cpu-2", ns="research", queue="batch")
 
-    store_cycle_report(
-        make_report(T0 + 1, transitions=[transition("nb-4", "Pending", "Binding", "cpu-2")])
-    )
+    store_cycle_report(make_report(T0 + 1, transitions=[bound]))
 
-    assert PodTransition.objects.get().queue == "research"
-    assert PodState.objects.get().queue == "research"
+    assert PodTransition.objects.get().queue == "batch"
+    assert PodState.objects.get().queue == "batch"
 
 
 def test_live_state_forgets_queues_that_are_gone():

@@ -49,7 +49,7 @@ def test_report_is_json_serialisable_and_complete():
     assert q["counts"]["gated"] == 1 and q["counts"]["unschedulable"] == 1
     assert data["transitions"] == [{"namespace": "ns", "name": "a", "uid": "uid-ns-a",
                                     "from_status": "Pending", "to_status": "Binding",
-                                    "node": "n1", "reason": "allocated"}]  # fmt: skip
+                                    "node": "n1", "reason": "allocated", "queue": "q"}]  # fmt: skip
     assert set(waiting(report)) == {"ns/b", "ns/c"}
 
 
