@@ -262,34 +262,16 @@ class SchedulerCache:
 
     def _mark_bound(self, uid: str, node_name: str) -> None:
         cached = self._tasks.get(uid)
-        if cached is None:
-            return
-        job = self._jobs.get(cached.job_id)
-        replacement = cached.clone()
-        self._delete_task(uid)
-        replacement.status, replacement.node_name = TaskStatus.BINDING, node_name
-        replacement.sch_gated = False
-        self._tasks[uid] = replacement
-        if node_name in self._nodes:
-            self._nodes[node_name].add_task(replacement)
-        if job is not None:
-            self._jobs[job.uid] = job
-            job.add_task(replacement)
+        if cached is not None:
+            self._move(cached, TaskStatus.BINDING, node_name)
+            cached.sch_gated = False
 
     def evict(self, task: TaskInfo, reason: str, client: ClusterClient) -> None:
         client.evict(task.pod, reason)
         with self._lock:
             cached = self._tasks.get(task.uid)
-            node = self._nodes.get(cached.node_name) if cached is not None else None
-            if node is None:
-                return
-            node.remove_task(cached)
-            job = self._jobs.get(cached.job_id)
-            if job is not None:
-                job.update_task_status(cached, TaskStatus.RELEASING)
-            else:
-                cached.status = TaskStatus.RELEASING
-            node.add_task(cached)
+            if cached is not None and cached.node_name in self._nodes:
+                self._move(cached, TaskStatus.RELEASING, cached.node_name)
 
     # --- pipelines (seed 002) --------------------------------------------------------------
 
@@ -342,14 +324,18 @@ class SchedulerCache:
         old_node = self._nodes.get(cached.node_name)
         if old_node is not None:
             old_node.remove_task(cached)
-        job = self._jobs[cached.job_id]
-        job.update_task_status(cached, status)
+        job = self._jobs.get(cached.job_id)
+        if job is not None:
+            job.update_task_status(cached, status)
+        else:
+            cached.status = status
         cached.node_name = node_name
         cached.transaction = TransactionContext(
             node_name, node_name if status == TaskStatus.PIPELINED else "", status
         )
-        if node_name:
-            self._nodes[node_name].add_task(cached)
+        new_node = self._nodes.get(node_name)
+        if new_node is not None:
+            new_node.add_task(cached)
 
     def _write(self, call, what: str, uid: str) -> None:
         def run() -> None:
