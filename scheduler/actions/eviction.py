@@ -93,11 +93,24 @@ def starving_jobs_by_queue(ssn) -> dict[str, list]:
     for job in ssn.jobs.values():
         if job.is_pending() or not ssn.job_starving(job):
             continue
-        if any(not t.sch_gated and not t.best_effort for t in job.pending_tasks()):
+        if any(_may_take_room(t) for t in job.pending_tasks()):
             out.setdefault(job.queue, []).append(job)
     return out
 
 
 def pending_tasks(ssn, job) -> list[TaskInfo]:
-    tasks = [t for t in job.pending_tasks() if not t.sch_gated and not t.best_effort]
-    return sorted(tasks, key=ssn.task_order_key)
+    """The job's pending tasks that may evict for room (ungated, not best-effort), in order."""
+    return sorted(filter(_may_take_room, job.pending_tasks()), key=ssn.task_order_key)
+
+
+def commit_if_pipelined(ssn, stmt, job) -> None:
+    """A job's evictions stand only if it ends up pipelined (gang: ready + pipelined reach
+    minAvailable); otherwise nothing is evicted for it."""
+    if ssn.job_pipelined(job):
+        stmt.commit()
+    else:
+        stmt.discard()
+
+
+def _may_take_room(task: TaskInfo) -> bool:
+    return not task.sch_gated and not task.best_effort

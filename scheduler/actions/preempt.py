@@ -7,7 +7,13 @@ reach minAvailable); otherwise nothing is evicted for it.
 
 from __future__ import annotations
 
-from scheduler.actions.eviction import evict_for, may_preempt, pending_tasks, starving_jobs_by_queue
+from scheduler.actions.eviction import (
+    commit_if_pipelined,
+    evict_for,
+    may_preempt,
+    pending_tasks,
+    starving_jobs_by_queue,
+)
 from scheduler.framework.statement import Statement
 
 
@@ -32,7 +38,4 @@ def _preempt_for(ssn, job) -> None:
             room = ssn.allocatable(ssn.queues[job.queue], task) is None
             evict_for(ssn, stmt, task, same_queue_other_job, ssn.preemptable, "preempted for",
                       queue_has_room=room)  # fmt: skip
-    if ssn.job_pipelined(job):
-        stmt.commit()
-    else:
-        stmt.discard()
+    commit_if_pipelined(ssn, stmt, job)

@@ -9,7 +9,13 @@ job's evictions are committed only if the job ends up pipelined.
 
 from __future__ import annotations
 
-from scheduler.actions.eviction import evict_for, may_preempt, pending_tasks, starving_jobs_by_queue
+from scheduler.actions.eviction import (
+    commit_if_pipelined,
+    evict_for,
+    may_preempt,
+    pending_tasks,
+    starving_jobs_by_queue,
+)
 from scheduler.framework.statement import Statement
 
 
@@ -43,7 +49,4 @@ def _reclaim_for(ssn, queue, job) -> None:
         if may_preempt(task):
             evict_for(ssn, stmt, task, other_reclaimable_queue, ssn.reclaimable, "reclaimed for",
                       queue_has_room=True)  # fmt: skip
-    if ssn.job_pipelined(job):
-        stmt.commit()
-    else:
-        stmt.discard()
+    commit_if_pipelined(ssn, stmt, job)
