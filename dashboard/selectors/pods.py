@@ -31,11 +31,20 @@ class PodFilter:
 
 
 def pod_list(*, filters: PodFilter, page: int | str = 1) -> Page:
-    """Pods matching ``filters``, waiting pods first, sorted by namespace and name."""
-    pods = [p for p in _known_pods() if filters.matches(p)]
+    """Pods matching ``filters``, waiting pods first, sorted by namespace and name; why each
+    waiting pod waits is put in words for the page shown only (there may be 50,000)."""
+    summary = live_summary() or {}
+    pods, gate_removed = _known_pods()
+    pods = [p for p in pods if filters.matches(p)]
     pods.sort(key=lambda p: (STATES.index(p["state"]) if p["state"] in STATES else 99,
                              p["namespace"], p["name"]))  # fmt: skip
-    return Paginator(pods, PAGE_SIZE).get_page(page)
+    shown = Paginator(pods, PAGE_SIZE).get_page(page)
+    risks = risks_by_pod(summary.get("risks", []))
+    for pod in shown.object_list:
+        if pod.pop("waiting", False):
+            uid = pod["uid"]
+            pod["reason"] = wait_reason(pod, risks.get(uid), gate_removed=uid in gate_removed)
+    return shown
 
 
 def pod_timeline(*, namespace: str, name: str) -> list[PodTransition]:
@@ -43,21 +52,17 @@ def pod_timeline(*, namespace: str, name: str) -> list[PodTransition]:
     return list(PodTransition.objects.filter(namespace=namespace, name=name).order_by("at", "id"))
 
 
-def _known_pods() -> list[dict]:
-    summary = live_summary() or {}
-    risks = risks_by_pod(summary.get("risks", []))
+def _known_pods() -> tuple[list[dict], set[str]]:
+    """Waiting pods (marked ``waiting``) and the others' latest state rows; and the uids whose
+    last move was a gate removal."""
     waiting = live_waiting_everywhere()
     waiting_uids = {p["uid"] for p in waiting}
     pods, gate_removed = [], set()
     for row in PodState.objects.order_by().values():
         if row["state"] == "Pending":
             gate_removed.add(row["uid"])
-        if row["uid"] in waiting_uids:
-            continue
-        pods.append(row)
+        if row["uid"] not in waiting_uids:
+            pods.append(row)
     for pod in waiting:
-        reason = wait_reason(pod, risks.get(pod["uid"]), gate_removed=pod["uid"] in gate_removed)
-        pods.append(
-            {**pod, "state": wait_state(pod), "reason": reason, "node": pod.get("node", "")}
-        )
-    return pods
+        pods.append({**pod, "state": wait_state(pod), "node": pod.get("node", ""), "waiting": True})
+    return pods, gate_removed

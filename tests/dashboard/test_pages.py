@@ -203,6 +203,7 @@ def test_pods_filter_by_state_namespace_and_name(client, demo):
     named = client.get("/pods/?name=HIGH").content.decode()
 
     assert "research/notebook-4" in gated and "prod/highmem-0" not in gated
+    assert "waiting for queue capacity (gated): queue research is full" in gated
     assert "prod/highmem-0" in prod and "research/notebook-4" not in prod
     assert "prod/web-0" in prod  # pipelined
     assert "prod/highmem-0" in named and "prod/too-big" not in named
@@ -217,6 +218,7 @@ def test_pods_are_paginated(client):
 
     assert "Page 1 of 3 (120 pods)" in first and "research/nb-000" in first
     assert "research/nb-100" in third and "research/nb-000" not in third
+    assert third.count("waiting for queue capacity (gated): full") == 20  # the page's reasons
 
 
 def test_a_pod_timeline_lists_its_transitions(client, demo):
