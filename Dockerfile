@@ -4,6 +4,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY dashboard ./dashboard
 COPY scheduler ./scheduler
+COPY simcluster ./simcluster
 RUN pip install --no-cache-dir .
 COPY . .
 RUN SECRET_KEY=collectstatic python manage.py collectstatic --noinput

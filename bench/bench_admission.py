@@ -2,7 +2,7 @@
 
 Data: Alibaba clusterdata ``cluster-trace-gpu-v2023`` ("openb"), Weng et al., "Beware of
 Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent",
-USENIX ATC 2023 — 1,523 nodes and 8,152 pods (see scheduler/sim/traces/README.md).
+USENIX ATC 2023 — 1,523 nodes and 8,152 pods (see simcluster/traces/README.md).
 
 Scenario (the trace has no gangs or queues, so this is derived, and printed):
 
@@ -30,7 +30,7 @@ import numpy as np
 from scheduler.admission.evaluator import evaluate_workload
 from scheduler.admission.monitor import build_snapshot
 
-TRACE = Path(__file__).resolve().parent.parent / "scheduler/sim/traces/alibaba-gpu-v2023"
+TRACE = Path(__file__).resolve().parent.parent / "simcluster/traces/alibaba-gpu-v2023"
 SOURCE = (
     "Alibaba clusterdata cluster-trace-gpu-v2023 (openb), Weng et al., "
     '"Beware of Fragmentation", USENIX ATC 2023'

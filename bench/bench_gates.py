@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.cache import RecordingClusterClient, SchedulerCache
 from scheduler.config import default_config
 from scheduler.loop import run_cycle

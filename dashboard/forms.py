@@ -8,7 +8,7 @@ from django import forms
 from dashboard.models import NamespaceOptInChange
 from dashboard.selectors.cluster import cluster_call, core_api
 from dashboard.selectors.pods import STATES
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 
 
 class PodFilterForm(forms.Form):

@@ -175,10 +175,9 @@ SLUICE_ADMISSION_CHECK = env_bool("SLUICE_ADMISSION_CHECK", False)
 SLUICE_ADMISSION_REFRESH_S = env_float("SLUICE_ADMISSION_REFRESH_S", 60.0)
 SLUICE_ADMISSION_RETRY_S = env_float("SLUICE_ADMISSION_RETRY_S", 60.0)
 SLUICE_ADMISSION_REQUEST_INTERVAL_S = env_float("SLUICE_ADMISSION_REQUEST_INTERVAL_S", 10.0)
-# A scenario whose node groups the simulated cluster's autoscaler grows ("fits after scale-up").
-SLUICE_ADMISSION_NODE_GROUPS = os.environ.get(
-    "SLUICE_ADMISSION_NODE_GROUPS", os.environ.get("SLUICE_SCENARIO", "")
-)
+# A file describing the autoscaler's node groups ("fits after scale-up"); none on a real cluster
+# unless the operator writes one. `make run` points it at the simulated cluster's.
+SLUICE_ADMISSION_NODE_GROUPS = os.environ.get("SLUICE_ADMISSION_NODE_GROUPS", "")
 CELERY_BEAT_SCHEDULE["refresh-capacity-snapshot"] = {
     "task": "dashboard.tasks.refresh_capacity_snapshot",
     "schedule": SLUICE_ADMISSION_REFRESH_S,

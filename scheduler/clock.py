@@ -14,9 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-# The kubeconfig cluster extension in which the simulated cluster describes its clock.
-CLOCK_EXTENSION = "sim.sluice.io/clock"
-
 
 @runtime_checkable
 class Clock(Protocol):

@@ -30,6 +30,10 @@ def local_environment() -> tuple[dict[str, str], list[str]]:
     env.setdefault("SLUICE_RUN_DIR", str(ROOT / ".run"))
     env.setdefault("SLUICE_KUBECONFIG", str(Path(env["SLUICE_RUN_DIR"]) / "kubeconfig"))
     env.setdefault("SLUICE_SCENARIO", "demo")
+    # The simulated cluster describes its autoscaler's node groups here (Procfile's sim).
+    env.setdefault(
+        "SLUICE_ADMISSION_NODE_GROUPS", str(Path(env["SLUICE_RUN_DIR"]) / "node-groups.yaml")
+    )
     # The simulated cluster is ours to schedule; a real cluster defaults to observe.
     env.setdefault("SLUICE_MODE", "act")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

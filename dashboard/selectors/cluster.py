@@ -16,8 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
 from dashboard import kube
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
-from scheduler.sim.autoscaler.common import SCALE_UP_ANNOTATION
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
 
 AUTOSCALER_REASONS = {"TriggeredScaleUp", "NotTriggerScaleUp", "ScaleDown"}
 

@@ -21,9 +21,9 @@ from dashboard import kube
 from dashboard.health import broker_client
 from scheduler.admission.context import Admission, NodeGroupSource
 from scheduler.admission.monitor import Snapshot
-from scheduler.admission.source import fetch_snapshot, node_groups_in
+from scheduler.admission.node_groups import NodeGroupError, load_node_groups, sized_for
+from scheduler.admission.source import fetch_snapshot
 from scheduler.config import SchedulerConfig, default_config
-from scheduler.sim.scenario import ScenarioError, resolve
 
 log = logging.getLogger(__name__)
 
@@ -94,16 +94,17 @@ def request_snapshot() -> None:
 
 
 def known_node_groups() -> NodeGroupSource | None:
-    """The simulated cluster's node groups, when the dashboard knows its scenario; else None."""
-    spec = settings.SLUICE_ADMISSION_NODE_GROUPS
-    if not spec:
+    """The autoscaler's node groups from ``SLUICE_ADMISSION_NODE_GROUPS``, sized by each
+    snapshot; None when no file is configured or it cannot be read (said in the log)."""
+    path = settings.SLUICE_ADMISSION_NODE_GROUPS
+    if not path:
         return None
     try:
-        groups = resolve(spec).node_groups
-    except (ScenarioError, OSError) as exc:
-        log.warning("no node groups: %s", exc, extra={"object": f"scenario {spec}"})
+        groups = load_node_groups(path)
+    except NodeGroupError as exc:
+        log.warning("no node groups: %s", exc, extra={"object": f"file {path}"})
         return None
-    return lambda snapshot: node_groups_in(snapshot, groups)
+    return lambda snapshot: sized_for(snapshot, groups)
 
 
 def scheduler_admission(config: SchedulerConfig) -> Admission:

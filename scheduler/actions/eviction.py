@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from scheduler.api.labels import PREEMPTABLE
 from scheduler.api.resource import Resource
 from scheduler.api.task_info import TaskInfo, TaskStatus
-
-PREEMPTABLE = "volcano.sh/preemptable"
 
 VictimFilter = Callable[[TaskInfo], bool]
 Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]

@@ -15,7 +15,7 @@ from typing import Any
 
 from scheduler.admission.check import AdmissionChecker, CheckResult
 from scheduler.admission.monitor import Snapshot
-from scheduler.admission.risk import NodeGroup
+from scheduler.admission.node_groups import NodeGroup
 from scheduler.config import EnqueueArguments, SchedulerConfig
 
 SnapshotSource = Callable[[], Snapshot | None]

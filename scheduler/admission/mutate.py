@@ -16,7 +16,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE, has_queue_allocation_gate_annotation
+from scheduler.api.helpers import has_queue_allocation_gate_annotation
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from enum import StrEnum
 from typing import Any
 
 from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate
-from scheduler.admission.monitor import NodeUsage, Snapshot, node_usage
+from scheduler.admission.monitor import Snapshot
+from scheduler.admission.node_groups import NodeGroup
 
 
 class RiskClass(StrEnum):
@@ -26,26 +27,6 @@ class RiskClass(StrEnum):
     FITS_AFTER_SCALE_UP = "fits_after_scale_up"
     FITS_NO_NODE_SHAPE = "fits_no_node_shape"
     WAITING_FOR_QUEUE = "waiting_for_queue"
-
-
-@dataclass(frozen=True)
-class NodeGroup:
-    """An autoscaler node group: a template node (labels, taints, allocatable) and its bounds."""
-
-    name: str
-    template: Mapping[str, Any]  # a node dict; metadata.name is replaced per new node
-    max_size: int
-    current_size: int = 0
-
-    def new_nodes(self, limit: int) -> list[NodeUsage]:
-        """Up to ``limit`` empty nodes this group may still add."""
-        count = max(0, min(self.max_size - self.current_size, limit))
-        return [self._node(i) for i in range(count)]
-
-    def _node(self, index: int) -> NodeUsage:
-        meta = dict(self.template.get("metadata") or {})
-        meta["name"] = f"{self.name}-new-{index}"
-        return node_usage({**self.template, "metadata": meta})
 
 
 @dataclass(frozen=True)

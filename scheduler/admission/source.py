@@ -1,7 +1,7 @@
-"""Where the capacity snapshot comes from: the cluster's API, and the node groups that may grow.
+"""Where the capacity snapshot comes from: the cluster's API.
 
 ``fetch_snapshot`` lists nodes and pods through the official ``kubernetes`` client (the one
-road to every cluster) and builds the seed's Snapshot. ``PeriodicSnapshot`` is the in-process
+road to every cluster) and builds the resource monitor's Snapshot. ``PeriodicSnapshot`` is the in-process
 resource monitor: it refreshes every ``refresh_s`` seconds of the injected clock, and on
 demand; the dashboard's Celery task does the same and keeps the result in Redis.
 """
@@ -9,16 +9,13 @@ demand; the dashboard's Celery task does the same and keeps the result in Redis.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
 
 from scheduler.admission.monitor import Snapshot, build_snapshot
-from scheduler.admission.risk import NodeGroup
-from scheduler.sim.autoscaler.common import NODE_GROUP_LABEL
-from scheduler.sim.autoscaler.common import NodeGroup as SimNodeGroup
 
 DEFAULT_REFRESH_S = 60.0
 
@@ -68,28 +65,3 @@ class PeriodicSnapshot:
         self._taken_at = self.clock()
         self._snapshot = self.take(self._taken_at)
         return self._snapshot
-
-
-def node_groups_from_sim(
-    groups: Iterable[SimNodeGroup], nodes: Sequence[Mapping[str, Any]] = ()
-) -> list[NodeGroup]:
-    """The simulated autoscaler's node groups, sized by the nodes that carry their label.
-
-    A real cluster does not describe its node groups to us: there, pass none and the risk
-    report simply does not offer "fits after scale-up".
-    """
-    out = []
-    for group in groups:
-        size = sum(_group_label(n) == group.name for n in nodes)
-        out.append(NodeGroup(group.name, group.template(), group.max_size, size))
-    return out
-
-
-def node_groups_in(snapshot: Snapshot, groups: Iterable[SimNodeGroup]) -> list[NodeGroup]:
-    """``node_groups_from_sim`` with current sizes read from the snapshot's node labels."""
-    sized = [{"metadata": {"labels": n.labels}} for n in snapshot.nodes]
-    return node_groups_from_sim(groups, sized)
-
-
-def _group_label(node: Mapping[str, Any]) -> str | None:
-    return ((node.get("metadata") or {}).get("labels") or {}).get(NODE_GROUP_LABEL)

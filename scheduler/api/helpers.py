@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
-DEFAULT_QUEUE = "default"
-ROOT_QUEUE = "root"
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 
 
 class InputError(ValueError):

@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.helpers import (
-    DEFAULT_QUEUE,
-    QUEUE_NAME_ANNOTATION,
     annotations,
     as_int,
     describe,
@@ -15,6 +13,7 @@ from scheduler.api.helpers import (
     meta,
     require_name,
 )
+from scheduler.api.labels import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
 from scheduler.api.quantity import parse_resource_list
 from scheduler.api.resource import Resource
 from scheduler.api.task_info import TaskInfo, TaskStatus, allocated_status

@@ -7,7 +7,8 @@ from typing import Any
 
 from kubernetes.utils import parse_quantity as parse_quantity_raw
 
-from scheduler.api.helpers import ROOT_QUEUE, as_int, describe, meta, require_name
+from scheduler.api.helpers import as_int, describe, meta, require_name
+from scheduler.api.labels import ROOT_QUEUE
 from scheduler.api.quantity import CPU, MEMORY, parse_resource_list
 from scheduler.api.resource import Resource
 

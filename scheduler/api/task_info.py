@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.helpers import (
-    GROUP_NAME_ANNOTATION,
     annotations,
     as_int,
     describe,
@@ -17,6 +16,7 @@ from scheduler.api.helpers import (
     scheduling_gates,
     uid_of,
 )
+from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from scheduler.api.node_matching import pod_constraints
 from scheduler.api.quantity import PODS, parse_resource_list
 from scheduler.api.resource import Resource, res_max

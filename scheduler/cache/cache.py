@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.helpers import (
-    DEFAULT_QUEUE,
-    GROUP_NAME_ANNOTATION,
-    ROOT_QUEUE,
     annotations,
     describe,
     has_only_volcano_scheduling_gate,
@@ -23,6 +20,7 @@ from scheduler.api.helpers import (
     uid_of,
 )
 from scheduler.api.job_info import JobInfo
+from scheduler.api.labels import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, ROOT_QUEUE
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext, allocated_status

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
 
 MERGE_PATCH = "application/merge-patch+json"

@@ -14,7 +14,8 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 
-from scheduler.clock import CLOCK_EXTENSION, WallClock
+from scheduler.api.labels import CLOCK_EXTENSION
+from scheduler.clock import WallClock
 
 
 def api_client_from_kubeconfig(path: str | Path) -> client.ApiClient:

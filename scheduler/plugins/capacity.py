@@ -3,8 +3,9 @@ hierarchical, with gate reservations (seed 000) and gated-resource deduction (se
 
 from __future__ import annotations
 
-from scheduler.api.helpers import ROOT_QUEUE, has_queue_allocation_gate_annotation
+from scheduler.api.helpers import has_queue_allocation_gate_annotation
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
+from scheduler.api.labels import ROOT_QUEUE
 from scheduler.api.resource import Resource, exceeded_part, res_max, res_min, share
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins import Plugin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.api.helpers import ROOT_QUEUE
+from scheduler.api.labels import ROOT_QUEUE
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.resource import Resource
 

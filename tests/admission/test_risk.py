@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.admission.risk import NodeGroup, RiskClass, assess_risk
+from scheduler.admission.node_groups import NodeGroup
+from scheduler.admission.risk import RiskClass, assess_risk
 
 from .builders import node, pod, story1_snapshot
 

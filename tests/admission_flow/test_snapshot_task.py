@@ -17,7 +17,8 @@ from dashboard.health import broker_client
 from dashboard.tasks import admission, scheduling
 from scheduler.admission.check import CONDITION_TYPE
 from scheduler.admission.monitor import Snapshot
-from scheduler.sim.scenario import resolve
+from scheduler.admission.node_groups import NodeGroupError, dump_node_groups, load_node_groups
+from simcluster.scenario import resolve
 from tests.dashboard.test_scheduling_task import use_broker
 from tests.kube.conftest import node, queue, sim, wait_until  # noqa: F401 - sim is a fixture
 
@@ -146,18 +147,33 @@ def test_the_scheduler_asks_for_a_snapshot_on_demand_then_admits(cluster, settin
     assert (condition()["status"], condition()["reason"]) == ("True", "NodeCapacityAvailable")
 
 
-def test_node_groups_come_from_the_named_scenario_when_known(settings, caplog):
+def test_node_groups_come_from_the_file_the_simulated_cluster_writes(settings, caplog, tmp_path):
     # A Celery worker started by an earlier test may have raised the root logger's level.
     caplog.set_level(logging.WARNING, logger="dashboard.tasks.admission")
-    settings.SLUICE_ADMISSION_NODE_GROUPS = "demo"
+    path = tmp_path / "node-groups.yaml"
+    demo = resolve("demo").node_groups
+    path.write_text(dump_node_groups(g.described() for g in demo))
+    settings.SLUICE_ADMISSION_NODE_GROUPS = str(path)
     groups = admission.known_node_groups()(
         Snapshot.from_json({"last_check": "2026-01-01T00:00:00+00:00", "nodes": []})
     )
-    assert [g.name for g in groups] == [g.name for g in resolve("demo").node_groups]
-    assert all(g.current_size == 0 and g.max_size > 0 for g in groups)
+    assert [g.name for g in groups] == [g.name for g in demo]
+    assert [g.max_size for g in groups] == [g.max_size for g in demo]
+    assert all(g.current_size == 0 for g in groups)
+    assert [g.template for g in groups] == [g.template() for g in demo]
 
     settings.SLUICE_ADMISSION_NODE_GROUPS = ""  # a real cluster: none known
     assert admission.known_node_groups() is None
-    settings.SLUICE_ADMISSION_NODE_GROUPS = "no-such-scenario"
+    settings.SLUICE_ADMISSION_NODE_GROUPS = str(tmp_path / "missing.yaml")
     assert admission.known_node_groups() is None
-    assert "no node groups: no-such-scenario: no such scenario" in caplog.text
+    assert "no node groups:" in caplog.text and "missing.yaml" in caplog.text
+
+
+def test_a_node_groups_file_with_a_bad_field_is_refused_naming_it(tmp_path):
+    path = tmp_path / "groups.yaml"
+    path.write_text("nodeGroups:\n- name: big\n  max: -1\n  template: {capacity: {cpu: '8'}}\n")
+    with pytest.raises(NodeGroupError, match=r"nodeGroups\[0\] \(big\)\.max: expected"):
+        load_node_groups(path)
+    path.write_text("nodeGroups:\n- name: big\n  template: {capacity: {cpu: abc}}\n")
+    with pytest.raises(NodeGroupError, match=r"template.capacity.cpu: invalid quantity 'abc'"):
+        load_node_groups(path)

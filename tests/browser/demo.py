@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from dashboard import kube
 from scheduler.config import default_config
-from scheduler.sim.scenario import SCENARIO_DIR
+from simcluster.scenario import SCENARIO_DIR
 from tests.gates import harness
 
 # Long enough for every state at once: notebooks gated, too-big unschedulable, highmem pods

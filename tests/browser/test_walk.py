@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from playwright.sync_api import Page, expect
 
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from tests.browser.demo import demo_cluster, store_reports
 from tests.kube.conftest import pod
 

@@ -12,8 +12,7 @@ from django.contrib.auth.models import Permission, User
 from dashboard import kube
 from dashboard.models import NamespaceOptInChange
 from dashboard.tasks.history import store_cycle_report
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
-from scheduler.sim.autoscaler.common import SCALE_UP_ANNOTATION
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
 from tests.dashboard.test_history import make_report, queue, waiting
 from tests.kube.conftest import node, sim  # noqa: F401 - sim is a fixture
 from tests.kube.conftest import queue as queue_object

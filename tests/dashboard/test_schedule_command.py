@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from tests.kube.conftest import sim  # noqa: F401 - the simulated cluster fixture
 from tests.kube.test_service import bound_nodes, create_cluster
-from tests.sim.api.conftest import kubectl, kubectl_binary  # noqa: F401 - fixtures
+from tests.simcluster.api.conftest import kubectl, kubectl_binary  # noqa: F401 - fixtures
 
 
 def schedule(*args: str) -> str:

@@ -10,16 +10,17 @@ from __future__ import annotations
 from kubernetes import client
 
 from scheduler.admission.context import Admission
-from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot, node_groups_in
+from scheduler.admission.node_groups import sized_for
+from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot
 from scheduler.clock import VirtualClock
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.loop import CycleReport
 from scheduler.service import WATCHED_KINDS, SchedulerService
-from scheduler.sim.api import ApiServer, Cluster, Webhook
-from scheduler.sim.api.app import scenario_pod_creator
-from scheduler.sim.runtime import Simulation
-from scheduler.sim.scenario import parse
-from scheduler.sim.store import Store
+from simcluster.api import ApiServer, Cluster, Webhook
+from simcluster.api.app import scenario_pod_creator
+from simcluster.runtime import Simulation
+from simcluster.scenario import parse
+from simcluster.store import Store
 from tests.conftest import wait_until
 
 START = 1_700_000_000.0
@@ -70,11 +71,11 @@ class Harness:
         snapshots of this cluster on its clock (the resource monitor's job in the product),
         with the scenario's node groups as the shapes a scale-up can add."""
         self.snapshots = PeriodicSnapshot(lambda now: fetch_snapshot(self.api, now), self.clock.now)
-        groups = self.sim.scenario.node_groups if node_groups else ()
+        groups = [g.for_admission() for g in self.sim.scenario.node_groups] if node_groups else []
         self.service.admission = Admission.for_config(
             self.service.config,
             self.snapshots,
-            node_groups=(lambda snap: node_groups_in(snap, groups)) if groups else None,
+            node_groups=(lambda snap: sized_for(snap, groups)) if groups else None,
         )
 
     def settle(self) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard import kube
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from tests.gates.harness import Harness, condition, gates
 
 pytestmark = pytest.mark.django_db(transaction=True)

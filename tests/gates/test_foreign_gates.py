@@ -15,7 +15,7 @@ from dashboard import kube
 from dashboard.celery import app
 from dashboard.services import gate_stats
 from dashboard.tasks.gates import remove_gate
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from tests.conftest import wait_until
 from tests.dashboard.test_scheduling_task import use_broker
 from tests.gates.harness import Harness, condition, gates

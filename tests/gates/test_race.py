@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
-from scheduler.sim.scenario_objects import make_node
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from simcluster.scenario_objects import make_node
 from tests.gates.harness import Harness, condition, config_with, gates
 
 SCENARIO = {

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import wait_until  # noqa: F401 - re-exported for tests
-from tests.sim.api.conftest import Sim, kubectl, kubectl_binary, start_sim  # noqa: F401 - fixtures
+from tests.simcluster.api.conftest import Sim, kubectl, kubectl_binary, start_sim  # noqa: F401 - fixtures
 
 
 @pytest.fixture

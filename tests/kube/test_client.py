@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.kube.client import Conflict, KubeClusterClient, NotFound
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.gates import GateRemoval, remove_gate

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from dashboard import kube
-from scheduler.api.helpers import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.config import default_config
-from scheduler.sim.scenario import SCENARIO_DIR
+from simcluster.scenario import SCENARIO_DIR
 from tests.gates.harness import Harness, condition, gates
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.sim.api.app import SimClusterOptions, serve
-from scheduler.sim.runtime import AUTOSCALERS
-from scheduler.sim.scenario import ScenarioError
+from simcluster.api.app import SimClusterOptions, serve
+from simcluster.runtime import AUTOSCALERS
+from simcluster.scenario import ScenarioError
 
 
 class Command(BaseCommand):
@@ -23,6 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--webhook-timeout", type=float, default=10.0, help="seconds")
         parser.add_argument("--autoscaler", choices=AUTOSCALERS, default="none")
         parser.add_argument("--state", default="", help="load on start, save on shutdown")
+        parser.add_argument(
+            "--node-groups-file",
+            default="",
+            help="write the autoscaler's node groups here, for SLUICE_ADMISSION_NODE_GROUPS",
+        )
 
     def handle(self, *args, **options) -> None:
         fields = SimClusterOptions.__dataclass_fields__

@@ -1,0 +1,326 @@
+"""The CycleReport: what one scheduling cycle decided and saw, as typed plain data.
+
+This module is the one schema on both sides of Celery: the scheduler builds a CycleReport,
+``to_json`` turns it into the message, and the dashboard's ``CycleReport.from_json`` reads it
+back (and reads stored live state the same way). The dashboard never recomputes a figure the
+engine reports: queue share, pod states and risk classes come from here.
+
+Resources are engine units by name (``scheduler.api.quantity``): CPU in millicores, memory in
+bytes, every other dimension as a count (GPUs in milli-units).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.status import Status
+
+Resources = dict[str, float]
+
+
+class PodState(enum.StrEnum):
+    """One vocabulary for a pod's state, from the engine to the dashboard's pages."""
+
+    GATED = "gated"  # Pending, still carrying a scheduling gate
+    UNSCHEDULABLE = "unschedulable"  # Pending, no node can take it now (a node shortfall)
+    WAITING = "waiting"  # Pending for another reason: its queue, its gang, a held admission
+    PIPELINED = "pipelined"  # Pending, nominated to a node where resources are being released
+    BINDING = "binding"  # allocated by Sluice, not yet seen bound
+    RUNNING = "running"  # bound to a node
+    TERMINATING = "terminating"  # evicted or deleted, still on its node
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
+
+    @property
+    def pending(self) -> bool:
+        return self in PENDING_STATES
+
+
+PENDING_STATES = (PodState.GATED, PodState.UNSCHEDULABLE, PodState.WAITING, PodState.PIPELINED)
+# The states a queue's figures count, in the order pages show them.
+COUNTED_STATES = (PodState.RUNNING, *PENDING_STATES)
+
+
+class TransitionKind(enum.StrEnum):
+    GATE_REMOVED = "gate_removed"
+    ALLOCATED = "allocated"
+    BIND_FAILED = "bind_failed"
+    PIPELINED = "pipelined"
+    UNPIPELINED = "unpipelined"
+    EVICTED = "evicted"
+
+
+class RiskClass(enum.StrEnum):
+    """False-admission risk of a workload, worst first in ``RISK_ORDER``."""
+
+    FITS_NOW = "fits_now"
+    FITS_AFTER_SCALE_UP = "fits_after_scale_up"
+    FITS_NO_NODE_SHAPE = "fits_no_node_shape"
+    WAITING_FOR_QUEUE = "waiting_for_queue"
+
+
+RISK_ORDER = (
+    RiskClass.FITS_NO_NODE_SHAPE,
+    RiskClass.FITS_AFTER_SCALE_UP,
+    RiskClass.WAITING_FOR_QUEUE,
+    RiskClass.FITS_NOW,
+)
+
+
+class CheckState(enum.StrEnum):
+    """Kueue's admission-check states, as the node-capacity check uses them."""
+
+    PENDING = "Pending"
+    READY = "Ready"
+    RETRY = "Retry"
+
+
+@dataclass
+class Transition:
+    namespace: str
+    name: str
+    uid: str
+    kind: TransitionKind
+    from_state: PodState
+    to_state: PodState
+    node: str = ""
+    message: str = ""
+    queue: str = ""  # the queue of the pod's job, so history needs no lookup
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "kind": self.kind.value,
+            "from_state": self.from_state.value,
+            "to_state": self.to_state.value,
+            "node": self.node,
+            "message": self.message,
+            "queue": self.queue,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Transition:
+        return cls(
+            data["namespace"],
+            data["name"],
+            data["uid"],
+            TransitionKind(data["kind"]),
+            PodState(data["from_state"]),
+            PodState(data["to_state"]),
+            data.get("node") or "",
+            data.get("message") or "",
+            data.get("queue") or "",
+        )
+
+
+@dataclass
+class QueueReport:
+    """A queue's figures after the cycle, each summed up the hierarchy like ``allocated``.
+
+    ``capability`` is the queue's real capability (``spec.capability`` capped by its parent's
+    and the cluster's) and ``deserved`` its deserved share after the queue plugin's
+    computation; ``inqueue_reserved`` is the part of ``inqueue`` that gate reservations
+    already hold (counted in both figures by the engine, to be drawn once).
+    """
+
+    name: str
+    parent: str = ""
+    capability: Resources = field(default_factory=dict)
+    deserved: Resources = field(default_factory=dict)
+    allocated: Resources = field(default_factory=dict)
+    inqueue: Resources = field(default_factory=dict)
+    reserved: Resources = field(default_factory=dict)
+    inqueue_reserved: Resources = field(default_factory=dict)
+    share: float = 0.0
+    over_deserved: bool = False
+    counts: dict[PodState, int] = field(default_factory=dict)  # its own jobs' pods only
+
+    def count(self, state: PodState) -> int:
+        return self.counts.get(state, 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "parent": self.parent,
+            "capability": self.capability,
+            "deserved": self.deserved,
+            "allocated": self.allocated,
+            "inqueue": self.inqueue,
+            "reserved": self.reserved,
+            "inqueue_reserved": self.inqueue_reserved,
+            "share": self.share,
+            "over_deserved": self.over_deserved,
+            "counts": {state.value: n for state, n in self.counts.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueueReport:
+        return cls(
+            name=data["name"],
+            parent=data.get("parent") or "",
+            capability=dict(data.get("capability") or {}),
+            deserved=dict(data.get("deserved") or {}),
+            allocated=dict(data.get("allocated") or {}),
+            inqueue=dict(data.get("inqueue") or {}),
+            reserved=dict(data.get("reserved") or {}),
+            inqueue_reserved=dict(data.get("inqueue_reserved") or {}),
+            share=float(data.get("share") or 0.0),
+            over_deserved=bool(data.get("over_deserved")),
+            counts={PodState(k): int(v) for k, v in (data.get("counts") or {}).items()},
+        )
+
+
+@dataclass
+class WaitingPod:
+    """A pod still waiting after the cycle, and why (its state and the deciding Status)."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    job: str
+    state: PodState
+    status: Status
+    node: str = ""  # the nominated node of a pipelined pod
+
+    @property
+    def gated(self) -> bool:
+        return self.state is PodState.GATED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "queue": self.queue,
+            "job": self.job,
+            "state": self.state.value,
+            "status": self.status.to_json(),
+            "node": self.node,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WaitingPod:
+        return cls(
+            data["namespace"],
+            data["name"],
+            data["uid"],
+            data.get("queue") or "",
+            data.get("job") or "",
+            PodState(data["state"]),
+            Status.from_json(data.get("status")),
+            data.get("node") or "",
+        )
+
+
+@dataclass
+class WorkloadRisk:
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    phase: str
+    risk: RiskClass
+    explanation: str
+    check_state: CheckState | None  # None when the check did not run
+    certain: bool
+    pod_uids: list[str] = field(default_factory=list)  # to find a waiting pod's workload
+
+    @property
+    def held(self) -> bool:
+        """The check keeps the workload Pending (Retry, or Pending for a snapshot)."""
+        return self.check_state in (CheckState.RETRY, CheckState.PENDING)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "queue": self.queue,
+            "phase": self.phase,
+            "risk": self.risk.value,
+            "explanation": self.explanation,
+            "check_state": self.check_state.value if self.check_state else None,
+            "certain": self.certain,
+            "pod_uids": list(self.pod_uids),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkloadRisk:
+        state = data.get("check_state")
+        return cls(
+            data["namespace"],
+            data["name"],
+            data["uid"],
+            data.get("queue") or "",
+            data.get("phase") or "",
+            RiskClass(data["risk"]),
+            data.get("explanation") or "",
+            CheckState(state) if state else None,
+            bool(data.get("certain", True)),
+            list(data.get("pod_uids") or []),
+        )
+
+
+@dataclass
+class CycleReport:
+    started_at: float
+    duration_s: float
+    mode: str  # "act" or "observe"
+    action_durations_s: dict[str, float] = field(default_factory=dict)
+    queues: list[QueueReport] = field(default_factory=list)
+    transitions: list[Transition] = field(default_factory=list)
+    waiting: list[WaitingPod] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    gates: dict[str, int] = field(default_factory=dict)  # gate removals queued / at bind
+    notices: list[str] = field(default_factory=list)  # e.g. queue reservations released
+    risks: list[WorkloadRisk] = field(default_factory=list)  # when a capacity snapshot exists
+
+    def counts(self) -> dict[PodState, int]:
+        """Pods by state over every queue (a queue counts its own jobs' pods only)."""
+        totals = dict.fromkeys(COUNTED_STATES, 0)
+        for queue in self.queues:
+            for state, n in queue.counts.items():
+                totals[state] = totals.get(state, 0) + n
+        return totals
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "mode": self.mode,
+            "action_durations_s": dict(self.action_durations_s),
+            "queues": [q.to_json() for q in self.queues],
+            "transitions": [t.to_json() for t in self.transitions],
+            "waiting": [w.to_json() for w in self.waiting],
+            "errors": list(self.errors),
+            "gates": dict(self.gates),
+            "notices": list(self.notices),
+            "risks": [r.to_json() for r in self.risks],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CycleReport:
+        return cls(
+            started_at=float(data["started_at"]),
+            duration_s=float(data.get("duration_s") or 0.0),
+            mode=data.get("mode") or "",
+            action_durations_s=dict(data.get("action_durations_s") or {}),
+            queues=[QueueReport.from_json(q) for q in data.get("queues") or []],
+            transitions=[Transition.from_json(t) for t in data.get("transitions") or []],
+            waiting=[WaitingPod.from_json(w) for w in data.get("waiting") or []],
+            errors=list(data.get("errors") or []),
+            gates=dict(data.get("gates") or {}),
+            notices=list(data.get("notices") or []),
+            risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
+        )

@@ -1,0 +1,136 @@
+"""The running simulated cluster: store, clock, simulation and API server, wired together.
+
+``python manage.py simcluster`` parses its arguments into ``SimClusterOptions`` and calls
+``serve``; nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from scheduler.admission.node_groups import dump_node_groups
+from scheduler.clock import WallClock
+from simcluster.api.cluster import Cluster
+from simcluster.api.errors import ApiError
+from simcluster.api.server import ApiServer
+from simcluster.api.webhook import Webhook
+from simcluster.runtime import Simulation
+from simcluster.scenario import resolve
+from simcluster.store import AlreadyExists, Store
+
+log = logging.getLogger(__name__)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class SimClusterOptions:
+    host: str = "127.0.0.1"
+    port: int = 0
+    kubeconfig: str = ".run/kubeconfig"
+    scenario: str = "demo"
+    speed: float = 1.0
+    webhook_url: str = ""
+    webhook_failure_policy: str = "Fail"
+    webhook_timeout: float = 10.0
+    autoscaler: str = "none"
+    state: str = ""
+    node_groups_file: str = ""  # where to describe the node groups for the admission check
+
+
+@dataclass
+class SimCluster:
+    store: Store
+    cluster: Cluster
+    server: ApiServer
+    simulation: Simulation
+    options: SimClusterOptions
+
+    def stop(self) -> None:
+        """Stop the simulation and the server, then save ``--state`` if asked."""
+        self.simulation.stop()
+        self.server.stop()
+        if self.options.state:
+            save_state(self.store, self.options.state)
+
+
+def build(options: SimClusterOptions) -> SimCluster:
+    clock = WallClock(options.speed)
+    store = Store(clock.now)
+    if options.state and Path(options.state).is_file():
+        store.load(json.loads(Path(options.state).read_text()))
+    webhook = None
+    if options.webhook_url:
+        webhook = Webhook(
+            options.webhook_url, options.webhook_failure_policy, options.webhook_timeout
+        )
+    cluster = Cluster(store, clock.now, webhook)
+    simulation = Simulation(
+        store,
+        clock,
+        create_pod=scenario_pod_creator(cluster),
+        autoscaler=options.autoscaler,
+        scenario=resolve(options.scenario),
+    )
+    server = ApiServer(cluster, host=options.host, port=options.port)
+    return SimCluster(store, cluster, server, simulation, options)
+
+
+def scenario_pod_creator(cluster: Cluster) -> Callable[[dict], dict]:
+    """Scenario pods go through admission and the rules; a restored duplicate is skipped."""
+
+    def create(pod: dict) -> dict:
+        try:
+            return cluster.create_object("pods", pod)
+        except ApiError as error:
+            if error.reason == "AlreadyExists":
+                raise AlreadyExists(error.message) from None
+            raise
+
+    return create
+
+
+def serve(options: SimClusterOptions, announce: Callable[[str], None] = print) -> None:
+    """Run until SIGINT (Ctrl-C) or SIGTERM, then shut down cleanly and save state."""
+    sim = build(options)
+    sim.server.start()
+    sim.simulation.start()
+    path = sim.server.write_kubeconfig(options.kubeconfig, clock=sim.simulation.clock.describe())
+    announce(f"Simulated cluster at {sim.server.url} (port {sim.server.port}); kubeconfig {path}")
+    if options.node_groups_file:
+        write_node_groups(sim.simulation, options.node_groups_file)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in STOP_SIGNALS}
+    try:
+        while not stop.wait(0.5):
+            pass
+        announce("Shutting down the simulated cluster…")
+    finally:
+        sim.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if options.state:
+        announce(f"Saved state to {options.state}")
+
+
+def write_node_groups(simulation: Simulation, path: str) -> Path:
+    """Describe the scenario's node groups in the file the node-capacity check reads."""
+    groups = simulation.scenario.node_groups if simulation.scenario else []
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(dump_node_groups(g.described() for g in groups))
+    return target
+
+
+def save_state(store: Store, path: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_suffix(target.suffix + ".tmp")
+    temporary.write_text(json.dumps(store.dump()))
+    temporary.replace(target)
+    log.info("saved the simulated cluster's state to %s", target)

@@ -1,0 +1,296 @@
+"""The API's operations over the Store, with Kubernetes' rules and mutating admission.
+
+Everything here is plain Python; ``server.py`` maps HTTP onto it, and in-process callers (the
+scenario player) use ``Cluster.create_object`` so their pods pass the same admission and rules.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simcluster.api import pods, validation
+from simcluster.api.errors import (
+    ApiError,
+    bad_request,
+    conflict,
+    object_details,
+    qualified,
+    store_error,
+)
+from simcluster.api.patch import apply_patch
+from simcluster.api.resources import RESOURCES, Resource
+from simcluster.api.selectors import field_selector, label_selector
+from simcluster.api.webhook import Webhook, mutate_pod
+from simcluster.store import KINDS, Store, StoreError
+
+SERVER_MANAGED_META = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+def resource_for(plural: str) -> Resource:
+    if plural not in RESOURCES:
+        raise ApiError(404, f"the server could not find the requested resource ({plural})")
+    return RESOURCES[plural]
+
+
+@dataclass
+class Cluster:
+    store: Store
+    now: Callable[[], float]
+    webhook: Webhook | None = None
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, plural: str, namespace: str, name: str) -> dict:
+        resource_for(plural)
+        try:
+            return self.store.get(plural, namespace, name)
+        except StoreError as error:
+            raise store_error(error, plural, name) from None
+
+    def list(
+        self,
+        plural: str,
+        namespace: str | None,
+        labels: str | None = None,
+        fields: str | None = None,
+    ) -> tuple[list[dict], int]:
+        resource_for(plural)
+        by_label, by_field = label_selector(labels), field_selector(plural, fields)
+        items, version = self.store.list(plural, namespace or None)
+        return [o for o in items if by_label(o) and by_field(o)], version
+
+    # -- create ------------------------------------------------------------------------------
+
+    def create_object(self, plural: str, obj: dict, namespace: str | None = None) -> dict:
+        """Admit, validate and store a new object, exactly as a POST does. Raises ``ApiError``."""
+        resource = resource_for(plural)
+        obj = _checked_body(resource, obj)
+        meta = obj.setdefault("metadata", {})
+        if resource.namespaced:
+            namespace = _request_namespace(namespace, meta)
+            meta["namespace"] = namespace
+            self._require_namespace(namespace)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(field, None)
+        if plural == "pods":
+            obj = self._admit_pod(namespace or "", obj)
+        else:
+            validation.validate_name(resource, obj)
+            _default_status(plural, obj)
+        validation.validate_labels(resource.kind, obj)
+        try:
+            return self.store.create(plural, obj)
+        except StoreError as error:
+            raise store_error(error, plural, meta["name"]) from None
+
+    def _admit_pod(self, namespace: str, pod: dict) -> dict:
+        pod = mutate_pod(self.webhook, namespace, pod)
+        validation.validate_name(RESOURCES["pods"], pod)
+        pods.prepare_pod_create(pod, self.now())
+        validation.validate_pod_create(pod)
+        return pod
+
+    def _require_namespace(self, namespace: str) -> None:
+        try:
+            self.store.get("namespaces", "", namespace)
+        except StoreError:
+            raise ApiError(
+                404,
+                f'namespaces "{namespace}" not found',
+                details=object_details("namespaces", namespace),
+            ) from None
+
+    # -- update and patch --------------------------------------------------------------------
+
+    def update(
+        self, plural: str, namespace: str, name: str, body: dict, subresource: str = ""
+    ) -> dict:
+        resource = resource_for(plural)
+        body = _checked_body(resource, body)
+        meta = body.setdefault("metadata", {})
+        if meta.get("name") != name:
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        if resource.namespaced:
+            meta["namespace"] = _request_namespace(namespace, meta)
+        current = self.get(plural, namespace, name)
+        return self._write(resource, current, body, subresource)
+
+    def patch(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        content_type: str,
+        patch: bytes,
+        subresource: str = "",
+    ) -> dict:
+        """Read, patch, check and write under the store's lock, so concurrent patches that
+        carry no resourceVersion never conflict; one that carries a stale version gets 409."""
+        resource = resource_for(plural)
+
+        def change(obj: dict) -> None:
+            patched = apply_patch(content_type, obj, patch, custom=resource.custom)
+            meta = patched.setdefault("metadata", {})
+            if meta.get("name") != name or (
+                resource.namespaced and meta.get("namespace") != namespace
+            ):
+                raise bad_request(
+                    "metadata.name and metadata.namespace cannot be changed by a patch"
+                )
+            sent = meta.get("resourceVersion")
+            if sent and sent != obj["metadata"]["resourceVersion"]:
+                raise conflict(plural, name)
+            prepared = self._prepare(resource, obj, patched, subresource)
+            obj.clear()
+            obj.update(prepared)
+
+        return self._mutate(plural, namespace, name, change)
+
+    def _write(self, resource: Resource, current: dict, new: dict, subresource: str) -> dict:
+        new = self._prepare(resource, current, new, subresource)
+        try:
+            return self.store.update(resource.plural, new, check_version=True)
+        except StoreError as error:
+            raise store_error(error, resource.plural, current["metadata"]["name"]) from None
+
+    def _prepare(self, resource: Resource, current: dict, new: dict, subresource: str) -> dict:
+        """``new`` as it will be stored: status and spec split by subresource, rules checked."""
+        new = copy.deepcopy(new)
+        if subresource == "status":
+            status = new.get("status")
+            version = new["metadata"].get("resourceVersion")
+            new = copy.deepcopy(current)
+            new["status"] = status if status is not None else {}
+            new["metadata"]["resourceVersion"] = version
+        elif subresource:
+            raise ApiError(405, f"{subresource} does not support update or patch")
+        else:
+            if resource.plural != "events" and "status" in current:
+                new["status"] = current["status"]
+            for field in SERVER_MANAGED_META:
+                _copy_field(current["metadata"], new["metadata"], field)
+            if resource.plural == "pods":
+                validation.validate_pod_update(current, new)
+            validation.validate_labels(resource.kind, new)
+        return new
+
+    # -- subresources ------------------------------------------------------------------------
+
+    def bind(self, namespace: str, name: str, binding: dict) -> None:
+        binding = _checked_object(binding)
+        if (binding.get("metadata") or {}).get("name", name) != name:
+            raise bad_request(f"name in URL does not match name in Binding object ({name})")
+
+        def change(pod: dict) -> None:
+            node = validation.validate_binding(pod, binding)
+            annotations = (binding.get("metadata") or {}).get("annotations")
+            pods.bind_pod(pod, node, self.now(), annotations)
+
+        self._mutate("pods", namespace, name, change)
+
+    def evict(self, namespace: str, name: str, eviction: dict) -> None:
+        eviction = _checked_object(eviction)
+        if (eviction.get("metadata") or {}).get("name", name) != name:
+            raise bad_request(f"name in URL does not match name in Eviction object ({name})")
+        grace = (eviction.get("deleteOptions") or {}).get("gracePeriodSeconds")
+        self.delete("pods", namespace, name, {"gracePeriodSeconds": grace})
+
+    def _mutate(
+        self, plural: str, namespace: str, name: str, change: Callable[[dict], None]
+    ) -> dict:
+        try:
+            return self.store.mutate(plural, namespace, name, change)
+        except StoreError as error:
+            raise store_error(error, plural, name) from None
+
+    # -- delete ------------------------------------------------------------------------------
+
+    def delete(self, plural: str, namespace: str, name: str, options: dict | None = None) -> dict:
+        resource_for(plural)
+        options = options or {}
+        current = self.get(plural, namespace, name)
+        _check_preconditions(plural, current, options.get("preconditions") or {})
+        try:
+            if plural == "pods":
+                return pods.delete_pod(
+                    self.store, namespace, name, options.get("gracePeriodSeconds"), self.now()
+                )
+            if plural == "namespaces":
+                self._delete_namespace_contents(name)
+            return self.store.delete(plural, namespace, name)
+        except StoreError as error:
+            raise store_error(error, plural, name) from None
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        """A simplification: kube's namespace controller empties the namespace over time."""
+        for kind, namespaced in KINDS.items():
+            if namespaced:
+                for obj in self.store.list(kind, namespace)[0]:
+                    self.store.delete(kind, namespace, obj["metadata"]["name"])
+
+
+def _copy_field(source: dict, target: dict, field: str) -> None:
+    if field in source:
+        target[field] = source[field]
+    else:
+        target.pop(field, None)
+
+
+def _checked_object(body: object) -> dict:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    return copy.deepcopy(body)
+
+
+def _checked_body(resource: Resource, body: object) -> dict:
+    body = _checked_object(body)
+    kind, api_version = body.get("kind"), body.get("apiVersion")
+    if kind and kind != resource.kind or api_version and api_version != resource.api_version:
+        raise bad_request(
+            f"the API version in the data ({api_version}) and kind ({kind}) do not match the "
+            f"endpoint ({resource.api_version}, {resource.kind})"
+        )
+    body["kind"], body["apiVersion"] = resource.kind, resource.api_version
+    if not isinstance(body.get("metadata", {}), dict):
+        raise bad_request("metadata must be an object")
+    return body
+
+
+def _request_namespace(namespace: str | None, meta: dict) -> str:
+    sent = meta.get("namespace")
+    if namespace and sent and sent != namespace:
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    return namespace or sent or "default"
+
+
+def _default_status(plural: str, obj: dict) -> None:
+    if plural == "namespaces":
+        obj["status"] = {"phase": "Active"}
+    elif plural == "queues":
+        obj.setdefault("status", {}).setdefault("state", "Open")
+
+
+def _check_preconditions(plural: str, current: dict, preconditions: dict) -> None:
+    meta = current["metadata"]
+    for field in ("uid", "resourceVersion"):
+        expected = preconditions.get(field)
+        if expected and expected != meta.get(field):
+            raise ApiError(
+                409,
+                f'Operation cannot be fulfilled on {qualified(plural)} "{meta["name"]}": '
+                f"Precondition failed: {field} in precondition: {expected}, {field} in object meta: {meta.get(field)}",
+            )

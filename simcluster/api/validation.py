@@ -1,0 +1,176 @@
+"""Kubernetes' rules for the objects the simulated cluster stores.
+
+Each check raises an ``ApiError`` worded like kube-apiserver's, so a client sees here exactly
+what a real cluster would tell it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from simcluster.api.errors import (
+    ApiError,
+    forbidden_field,
+    invalid,
+    invalid_field,
+    required_field,
+)
+from simcluster.api.resources import Resource
+
+DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*"
+LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    f"regex used for validation is '{DNS1123_LABEL}')"
+)
+SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    f"regex used for validation is '{DNS1123_SUBDOMAIN}')"
+)
+QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_MESSAGE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    f"end with an alphanumeric character (regex used for validation is '{QUALIFIED_NAME}')"
+)
+# Pod spec fields an update may change (kube-apiserver's ValidatePodUpdate, simplified).
+MUTABLE_POD_SPEC = ("schedulingGates", "activeDeadlineSeconds", "tolerations")
+
+
+def validate_name(resource: Resource, obj: dict) -> None:
+    name = obj["metadata"].get("name") or ""
+    if not name:
+        raise invalid(resource.kind, name, [required_field("metadata.name")])
+    if resource.plural == "namespaces":
+        pattern, message, limit = DNS1123_LABEL, LABEL_MESSAGE, 63
+    else:
+        pattern, message, limit = DNS1123_SUBDOMAIN, SUBDOMAIN_MESSAGE, 253
+    if len(name) > limit:
+        message = f"must be no more than {limit} characters"
+    elif re.fullmatch(pattern, name):
+        return
+    raise invalid(resource.kind, name, [invalid_field("metadata.name", name, message)])
+
+
+def qualified_name_error(key: str) -> str:
+    """Empty when ``key`` is a valid qualified name (``prefix/name``), else why not."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, prefix)):
+        return f"prefix part {SUBDOMAIN_MESSAGE}"
+    if not name or len(name) > 63 or not re.fullmatch(QUALIFIED_NAME, name):
+        return QUALIFIED_MESSAGE if name else "name part must be non-empty"
+    return ""
+
+
+def validate_labels(kind: str, obj: dict) -> None:
+    """Label keys are qualified names; values are empty or 63 characters of the same alphabet."""
+    name = obj["metadata"].get("name") or ""
+    labels = obj["metadata"].get("labels") or {}
+    if not isinstance(labels, dict):
+        raise invalid(kind, name, [invalid_field("metadata.labels", labels, "must be a map")])
+    causes = []
+    for key, value in labels.items():
+        error = qualified_name_error(str(key))
+        if error:
+            causes.append(invalid_field("metadata.labels", key, error))
+        elif (
+            not isinstance(value, str)
+            or len(value) > 63
+            or (value and not re.fullmatch(QUALIFIED_NAME, value))
+        ):
+            message = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'"
+            causes.append(invalid_field("metadata.labels", value, message))
+    if causes:
+        raise invalid(kind, name, causes)
+
+
+def validate_pod_create(pod: dict) -> None:
+    spec = pod.get("spec") or {}
+    name = pod["metadata"]["name"]
+    causes = []
+    if not spec.get("containers"):
+        causes.append(required_field("spec.containers"))
+    if spec.get("schedulingGates") and spec.get("nodeName"):
+        causes.append(
+            forbidden_field(
+                "spec.nodeName", "cannot be set until all schedulingGates have been cleared"
+            )
+        )
+    causes.extend(_gate_errors(spec.get("schedulingGates") or []))
+    if causes:
+        raise invalid("Pod", name, causes)
+
+
+def _gate_errors(gates: list) -> list[tuple[str, str, str]]:
+    causes, seen = [], set()
+    for index, gate in enumerate(gates):
+        field = f"spec.schedulingGates[{index}].name"
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if not name:
+            causes.append(required_field(field))
+        elif qualified_name_error(name):
+            causes.append(invalid_field(field, name, qualified_name_error(name)))
+        elif name in seen:
+            causes.append((field, "FieldValueDuplicate", f'Duplicate value: "{name}"'))
+        seen.add(name)
+    return causes
+
+
+def validate_pod_update(old: dict, new: dict) -> None:
+    """Gates may only be removed; other spec fields (nodeName included) are immutable."""
+    name = new["metadata"]["name"]
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_gates = [g.get("name") for g in old_spec.get("schedulingGates") or []]
+    for gate in new_spec.get("schedulingGates") or []:
+        if gate.get("name") not in old_gates:
+            message = (
+                f"only deletion is allowed, but found new scheduling gate '{gate.get('name')}'"
+            )
+            raise invalid("Pod", name, [forbidden_field("spec.schedulingGates", message)])
+    if _strip_images(_without(old_spec)) != _strip_images(_without(new_spec)):
+        message = (
+            "pod updates may not change fields other than `spec.containers[*].image`, "
+            "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing "
+            "tolerations) and `spec.schedulingGates` (only deletion)"
+        )
+        raise invalid("Pod", name, [forbidden_field("spec", message)])
+
+
+def _without(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k not in MUTABLE_POD_SPEC}
+
+
+def _strip_images(spec: dict) -> dict:
+    stripped = dict(spec)
+    for field in ("containers", "initContainers"):
+        if field in stripped:
+            stripped[field] = [
+                {k: v for k, v in c.items() if k != "image"} for c in stripped[field]
+            ]
+    return stripped
+
+
+def validate_binding(pod: dict, binding: dict) -> str:
+    """The node to bind to; 409 when the pod is gated, bound or being deleted."""
+    name = pod["metadata"]["name"]
+    node = ((binding.get("target") or {}).get("name")) or ""
+    if not node:
+        raise invalid("Binding", name, [required_field("target.name")])
+
+    def conflict(reason: str) -> ApiError:
+        return ApiError(409, f'Operation cannot be fulfilled on pods/binding "{name}": {reason}')
+
+    spec, meta = pod.get("spec") or {}, pod["metadata"]
+    expected_uid = (binding.get("metadata") or {}).get("uid")
+    if expected_uid and expected_uid != meta.get("uid"):
+        raise conflict(
+            f"Precondition failed: UID in precondition: {expected_uid}, UID in object meta: {meta.get('uid')}"
+        )
+    if meta.get("deletionTimestamp"):
+        raise conflict(f"pod {name} is being deleted, cannot be assigned to a host")
+    if spec.get("nodeName"):
+        raise conflict(f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+    if spec.get("schedulingGates"):
+        raise conflict(f"pod {name} has non-empty .spec.schedulingGates")
+    return node

@@ -1,0 +1,254 @@
+"""Scenarios: the cluster (namespaces, nodes, node groups, queues) and a workload of pods and
+podgroups arriving over time. Written in YAML, generated from parameters (``generate``), or
+replayed from the Alibaba openb trace (``simcluster.trace``).
+
+YAML shape (every field but names optional)::
+
+    name: demo
+    kubelet: {startupDelay: 1, deleteCompletedPods: false}
+    namespaces: [{name: research, labels: {...}}]
+    queues: [{name: q, spec: {capability: {cpu: 4}, weight: 1}}]   # Volcano Queue spec
+    nodes: [{name: n1, labels: {}, taints: [], capacity: {cpu: 8, memory: 32Gi}},
+            {namePrefix: cpu, count: 3, capacity: {...}}]
+    nodeGroups: [{name: big, min: 0, max: 3, provisionDelay: 60,
+                  template: {labels: {}, taints: [], capacity: {...}}}]
+    workload:
+      - {at: 0, name: job, namespace: research, replicas: 3, queue: q,
+         podGroup: {minMember: 3}, requests: {cpu: 1}, duration: 600, gate: true, ...}
+
+A workload item makes ``replicas`` (alias ``count``) pods named ``name-0..N-1`` (or one pod
+named ``name``) and, with ``podGroup``, a PodGroup named ``name`` that the pods join.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simcluster.autoscaler.common import NodeGroup
+from simcluster.scenario_objects import (
+    ScenarioError,
+    Where,
+    build_node,
+    build_workload_item,
+    check_keys,
+    make_node,
+    need,
+)
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+BUILTIN = ("demo", "empty")
+
+
+@dataclass
+class Arrival:
+    at: float  # seconds from the start of the simulation
+    podgroups: list[dict] = field(default_factory=list)
+    pods: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Scenario:
+    name: str
+    namespaces: list[dict] = field(default_factory=list)
+    nodes: list[dict] = field(default_factory=list)
+    queues: list[dict] = field(default_factory=list)
+    node_groups: list[NodeGroup] = field(default_factory=list)
+    arrivals: list[Arrival] = field(default_factory=list)
+    startup_delay: float = 1.0
+    delete_completed: bool = False
+    description: str = ""
+
+    def pod_count(self) -> int:
+        return sum(len(a.pods) for a in self.arrivals)
+
+
+def resolve(spec: str) -> Scenario:
+    """``--scenario demo|empty|openb|FILE`` (``openb``: 200 pods of the Alibaba trace, 20x)."""
+    if spec == "openb":
+        from simcluster.trace import DEMO_WINDOW, load_openb  # trace imports this module
+
+        return load_openb(**DEMO_WINDOW)
+    if spec in BUILTIN:
+        return load_file(SCENARIO_DIR / f"{spec}.yaml")
+    path = Path(spec)
+    if not path.is_file():
+        raise ScenarioError(f"{spec}: no such scenario (built-in: {', '.join(BUILTIN)}) or file")
+    return load_file(path)
+
+
+def load_file(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    return parse(data, source=str(path))
+
+
+def parse(data: Any, *, source: str = "<scenario>") -> Scenario:
+    top = Where(source, "scenario")
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: expected a mapping at the top level")
+    check_keys(
+        data,
+        {
+            "name",
+            "description",
+            "kubelet",
+            "namespaces",
+            "queues",
+            "nodes",
+            "nodeGroups",
+            "workload",
+        },
+        top,
+    )
+    kubelet = data.get("kubelet") or {}
+    check_keys(kubelet, {"startupDelay", "deleteCompletedPods"}, top.sub("kubelet"))
+    scenario = Scenario(
+        name=str(data.get("name") or Path(source).stem),
+        description=str(data.get("description") or ""),
+        startup_delay=float(kubelet.get("startupDelay", 1.0)),
+        delete_completed=bool(kubelet.get("deleteCompletedPods", False)),
+    )
+    for i, item in enumerate(_list(data, "namespaces", source)):
+        scenario.namespaces.append(_namespace(item, Where(source, f"namespaces[{i}]")))
+    for i, item in enumerate(_list(data, "queues", source)):
+        scenario.queues.append(_queue(item, Where(source, f"queues[{i}]")))
+    for i, item in enumerate(_list(data, "nodes", source)):
+        scenario.nodes += build_node(item, Where(source, f"nodes[{i}]"))
+    for i, item in enumerate(_list(data, "nodeGroups", source)):
+        scenario.node_groups.append(_node_group(item, Where(source, f"nodeGroups[{i}]")))
+    for i, item in enumerate(_list(data, "workload", source)):
+        at, groups, pods = build_workload_item(item, Where(source, f"workload[{i}]"))
+        scenario.arrivals.append(Arrival(at, groups, pods))
+    scenario.arrivals.sort(key=lambda a: a.at)
+    _check_unique(scenario, source)
+    return scenario
+
+
+def _list(data: dict, key: str, source: str) -> list:
+    value = data.get(key) or []
+    if not isinstance(value, list):
+        raise ScenarioError(f"{source}: {key}: expected a list")
+    return value
+
+
+def _namespace(item: Any, where: Where) -> dict:
+    check_keys(item, {"name", "labels"}, where)
+    name = need(item, "name", str, where)
+    where = where.named(name)
+    labels = item.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise ScenarioError(f"{where}: labels: expected a map")
+    labels = {str(k): str(v) for k, v in labels.items()}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def _queue(item: Any, where: Where) -> dict:
+    check_keys(item, {"name", "spec"}, where)
+    name = need(item, "name", str, where)
+    spec = item.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{where.named(name)}: spec: expected a map")
+    spec.setdefault("weight", 1)
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"state": "Open"},
+    }
+
+
+def _node_group(item: Any, where: Where) -> NodeGroup:
+    check_keys(item, {"name", "min", "max", "provisionDelay", "template"}, where)
+    name = need(item, "name", str, where)
+    where = where.named(name)
+    template = item.get("template") or {}
+    check_keys(template, {"labels", "taints", "capacity"}, where.sub("template"))
+    try:
+        return NodeGroup(
+            name=name,
+            labels={str(k): str(v) for k, v in (template.get("labels") or {}).items()},
+            taints=list(template.get("taints") or []),
+            capacity=dict(need(template, "capacity", dict, where.sub("template"))),
+            min_size=int(item.get("min", 0)),
+            max_size=int(item.get("max", 10)),
+            provision_delay=float(item.get("provisionDelay", 30.0)),
+        )
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def _check_unique(scenario: Scenario, source: str) -> None:
+    seen: set[tuple[str, str, str]] = set()
+    objects = [("node", n) for n in scenario.nodes] + [
+        ("pod", p) for a in scenario.arrivals for p in a.pods
+    ]
+    for kind, obj in objects:
+        key = (kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        if key in seen:
+            raise ScenarioError(f"{source}: {kind} {'/'.join(key[1:]).lstrip('/')}: defined twice")
+        seen.add(key)
+
+
+def generate(
+    *,
+    nodes: int = 4,
+    node_capacity: dict[str, str] | None = None,
+    queues: int = 3,
+    queue_capability: dict[str, str] | None = None,
+    pods: int = 40,
+    mean_interarrival: float = 5.0,
+    duration_range: tuple[float, float] = (60.0, 600.0),
+    request_choices: tuple[dict[str, str], ...] = (
+        {"cpu": "500m", "memory": "1Gi"},
+        {"cpu": "1", "memory": "2Gi"},
+        {"cpu": "2", "memory": "4Gi"},
+    ),
+    gate: bool = True,
+    node_groups: list[NodeGroup] | None = None,
+    seed: int = 0,
+) -> Scenario:
+    """A random but reproducible scenario: Poisson arrivals spread round-robin over queues."""
+    rng = random.Random(seed)
+    capacity = {"pods": "110", **(node_capacity or {"cpu": "8", "memory": "32Gi"})}
+    queue_names = [f"q{i}" for i in range(queues)]
+    scenario = Scenario(
+        name=f"generated-{seed}",
+        namespaces=[_namespace({"name": "gen"}, Where("<generated>", "namespaces[0]"))],
+        nodes=[make_node(f"node-{i}", capacity, {}) for i in range(1, nodes + 1)],
+        queues=[
+            _queue(
+                {
+                    "name": q,
+                    "spec": {"capability": dict(queue_capability)} if queue_capability else {},
+                },
+                Where("<generated>", q),
+            )
+            for q in queue_names
+        ],
+        node_groups=list(node_groups or []),
+    )
+    at = 0.0
+    for i in range(pods):
+        at += rng.expovariate(1.0 / mean_interarrival) if mean_interarrival > 0 else 0.0
+        item = {
+            "name": f"gen-{i:04d}",
+            "namespace": "gen",
+            "queue": queue_names[i % queues],
+            "requests": rng.choice(request_choices),
+            "gate": gate,
+            "duration": round(rng.uniform(*duration_range), 1),
+        }
+        _, _, built = build_workload_item(
+            {**item, "at": round(at, 3)}, Where("<generated>", str(i))
+        )
+        scenario.arrivals.append(Arrival(round(at, 3), [], built))
+    return scenario
