@@ -19,9 +19,12 @@ setup: $(VENV)/.installed
 run: setup
 	$(PY) scripts/run_local.py
 
+# Lint, format, the architecture's contracts (import-linter) and the engine's types (mypy).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 test: setup lint
 	$(PY) -m pytest

@@ -87,7 +87,7 @@ def _write_history(now: float) -> tuple[int, int]:
     times += list(range(int(now - HOUR), int(now) - 1))
     deserved = json.dumps({"cpu": 40_000, "memory": 160 * 1024**3})
     capability = json.dumps({"cpu": 80_000, "memory": 320 * 1024**3})
-    counts = json.dumps({"running": 10_000, "gated": 45_000, "pending": 50_000,
+    counts = json.dumps({"running": 10_000, "gated": 45_000, "waiting": 0,
                          "pipelined": 0, "unschedulable": 5_000})  # fmt: skip
     previous = None
     with transaction.atomic(), connection.cursor() as cursor:
@@ -106,10 +106,10 @@ def _write_history(now: float) -> tuple[int, int]:
             for q in range(QUEUES):
                 figures = json.dumps(_figures(q, t))
                 rows.append([cycle_id, stamp, f"queue-{q:03d}", capability, deserved,
-                             figures, "{}", "{}", 100, 500, 450, 0, 50, 0.5 + q / 1000, level])  # fmt: skip
+                             figures, "{}", "{}", 100, 0, 450, 0, 50, 0.5 + q / 1000, level])  # fmt: skip
             cursor.executemany(
                 "INSERT INTO dashboard_queuesample (cycle_id, at, queue, capability, deserved, "
-                "allocated, reserved, inqueue, running, pending, gated, pipelined, "
+                "allocated, reserved, inqueue, running, waiting, gated, pipelined, "
                 "unschedulable, share, level) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
                 "%s, %s, %s, %s, %s)",
                 rows,
@@ -118,30 +118,33 @@ def _write_history(now: float) -> tuple[int, int]:
 
 
 def _latest_report(now: float) -> dict:
-    """A CycleReport as ``to_dict()`` gives it: 100 queues, 50,000 waiting pods."""
+    """A CycleReport's JSON (``to_json()``): 100 queues, 50,000 waiting pods."""
+    from scheduler.api.report import CycleReport, PodState, QueueReport, WaitingPod
+    from scheduler.api.status import Code, Status
+
+    full = Status(
+        Code.QUEUE_FULL, "capacity", "queue resource quota insufficient: insufficient cpu"
+    )
+    short = Status(
+        Code.UNSCHEDULABLE, "predicates", "0/1000 nodes are available: 1000 Insufficient cpu"
+    )
     queues, waiting = [], []
     for q in range(QUEUES):
         name = f"queue-{q:03d}"
-        queues.append({
-            "name": name, "capability": {"cpu": 80_000}, "deserved": {"cpu": 40_000},
-            "allocated": _figures(q, now), "inqueue": {}, "reserved": {"cpu": 4000},
-            "counts": {"running": 100, "pending": 500, "gated": 450, "pipelined": 0,
-                       "unschedulable": 50},
-            "resources": {},
-        })  # fmt: skip
+        counts = {PodState.RUNNING: 100, PodState.GATED: 450, PodState.UNSCHEDULABLE: 50}
+        queues.append(QueueReport(name, capability={"cpu": 80_000}, deserved={"cpu": 40_000},
+                                  allocated=_figures(q, now), reserved={"cpu": 4000},
+                                  share=0.5, counts=counts))  # fmt: skip
         for i in range(PODS_PER_QUEUE):
-            waiting.append({
-                "namespace": f"team-{q % 20}", "name": f"{name}-pod-{i:04d}",
-                "uid": f"uid-{q}-{i}", "queue": name, "job": f"team/{name}-{i}",
-                "gated": i < 450,
-                "reason": "queue resource quota insufficient: insufficient cpu" if i < 450
-                else "0/1000 nodes are available: 1000 Insufficient cpu",
-            })  # fmt: skip
-    return {
-        "started_at": now, "duration_s": 0.4, "mode": "act",
-        "action_durations_s": {"enqueue": 0.01, "allocate": 0.3}, "queues": queues,
-        "transitions": [], "waiting": waiting, "errors": [], "gates": {}, "notices": [],
-    }  # fmt: skip
+            gated = i < 450
+            waiting.append(WaitingPod(
+                f"team-{q % 20}", f"{name}-pod-{i:04d}", f"uid-{q}-{i}", name,
+                f"team/{name}-{i}", PodState.GATED if gated else PodState.UNSCHEDULABLE,
+                full if gated else short,
+            ))  # fmt: skip
+    report = CycleReport(now, 0.4, "act", {"enqueue": 0.01, "allocate": 0.3}, queues,
+                         waiting=waiting)  # fmt: skip
+    return report.to_json()
 
 
 def _print_message_figures(report: dict) -> None:
@@ -174,9 +177,11 @@ def _write_latest(report: dict) -> int:
     rows = [
         PodTransition(cycle=cycle, at=cycle.started_at, namespace=f"team-{q % 20}",
                       name=f"queue-{q:03d}-done-{i:04d}", uid=f"done-{q}-{i}-{step}",
-                      queue=f"queue-{q:03d}", from_state=old, to_state=new, node="node-1")
+                      queue=f"queue-{q:03d}", kind=kind, from_state=old, to_state=new,
+                      node="node-1")
         for q in range(QUEUES) for i in range(500)
-        for step, (old, new) in enumerate((("Gated", "Pending"), ("Pending", "Binding")))
+        for step, (kind, old, new) in enumerate((("gate_removed", "gated", "waiting"),
+                                                 ("allocated", "waiting", "binding")))
     ]  # fmt: skip
     PodTransition.objects.bulk_create(rows, batch_size=5000)
     return len(rows)

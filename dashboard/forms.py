@@ -12,7 +12,9 @@ from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 
 
 class PodFilterForm(forms.Form):
-    state = forms.ChoiceField(required=False, choices=[("", "any")] + [(s, s) for s in STATES])
+    state = forms.ChoiceField(
+        required=False, choices=[("", "any")] + [(s.value, s.label) for s in STATES]
+    )
     queue = forms.CharField(required=False, max_length=253)
     namespace = forms.CharField(required=False, max_length=253)
     name = forms.CharField(

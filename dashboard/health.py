@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.utils import Error as DatabaseError
 
+from dashboard.celery import app
+
 HEARTBEAT_KEY = "sluice:beat:heartbeat"
 
 
@@ -38,8 +40,6 @@ def broker_status() -> dict[str, Any]:
 
 def workers_status(timeout: float = 0.5) -> dict[str, Any]:
     """Which Celery workers answer a ping, and which queues they consume."""
-    from dashboard.celery import app
-
     try:
         with app.connection_for_write(url=settings.CELERY_BROKER_URL) as conn:
             conn.ensure_connection(max_retries=1, timeout=timeout)

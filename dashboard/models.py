@@ -6,6 +6,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from scheduler.api.report import PodState, TransitionKind
+
+POD_STATES = [(state.value, state.label) for state in PodState]
+TRANSITION_KINDS = [(kind.value, kind.value.replace("_", " ")) for kind in TransitionKind]
+
 
 class Cycle(models.Model):
     """One scheduling cycle; ``started_at`` identifies it, so storing a report twice is a no-op.
@@ -45,9 +50,10 @@ class QueueSample(models.Model):
     allocated = models.JSONField(default=dict)
     reserved = models.JSONField(default=dict)
     inqueue = models.JSONField(default=dict)
+    # Pods by state (scheduler.api.report.COUNTED_STATES), the queue's own jobs only.
     running = models.PositiveIntegerField(default=0)
-    pending = models.PositiveIntegerField(default=0)
     gated = models.PositiveIntegerField(default=0)
+    waiting = models.PositiveIntegerField(default=0)
     pipelined = models.PositiveIntegerField(default=0)
     unschedulable = models.PositiveIntegerField(default=0)
     share = models.FloatField(default=0.0)
@@ -72,10 +78,11 @@ class PodTransition(models.Model):
     name = models.CharField(max_length=253)
     uid = models.CharField(max_length=64, db_index=True)
     queue = models.CharField(max_length=253, blank=True)
-    from_state = models.CharField(max_length=32)
-    to_state = models.CharField(max_length=32)
+    kind = models.CharField(max_length=32, choices=TRANSITION_KINDS)
+    from_state = models.CharField(max_length=32, choices=POD_STATES)
+    to_state = models.CharField(max_length=32, choices=POD_STATES)
     node = models.CharField(max_length=253, blank=True)
-    reason = models.TextField(blank=True)
+    message = models.TextField(blank=True)
 
     class Meta:
         ordering = ["at", "id"]
@@ -109,17 +116,19 @@ class NamespaceOptInChange(models.Model):
         return f"namespace {self.namespace} opt-in {state}"
 
 
-class PodState(models.Model):
+class TrackedPod(models.Model):
     """A pod's latest transition, one row per pod: the Pods page and pipelined pods read it."""
 
     uid = models.CharField(max_length=64, unique=True)
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     queue = models.CharField(max_length=253, blank=True)
-    state = models.CharField(max_length=32)
+    state = models.CharField(max_length=32, choices=POD_STATES)
     node = models.CharField(max_length=253, blank=True)
-    reason = models.TextField(blank=True)
+    message = models.TextField(blank=True)
     since = models.DateTimeField()
+    # Sluice lifted this pod's queue-allocation gate (a gate_removed transition was stored).
+    gate_removed = models.BooleanField(default=False)
 
     class Meta:
         indexes = [

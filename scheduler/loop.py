@@ -4,65 +4,29 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from scheduler import registry
 from scheduler.admission.context import AdmissionContext
-from scheduler.admission.report import WorkloadRisk, workload_risks
-from scheduler.api.resource import Resource
-from scheduler.api.task_info import TaskStatus
+from scheduler.admission.plugin import NodeCapacityPlugin
+from scheduler.api.job_info import JobInfo
+from scheduler.api.report import (
+    COUNTED_STATES,
+    CycleReport,
+    PodState,
+    QueueReport,
+    WaitingPod,
+)
+from scheduler.api.status import Code, Status
+from scheduler.api.task_info import TaskInfo, TaskStatus, pod_state_of
 from scheduler.cache.cache import SchedulerCache
 from scheduler.cache.client import ClusterClient
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.framework.job_status import record_job_status
-from scheduler.framework.registry import ACTIONS
 from scheduler.framework.session import Session
-from scheduler.framework.writer import GateRemover, Transition, Writer
+from scheduler.framework.writer import GateRemover, Writer
+from scheduler.plugins.base import Plugin
 
-
-@dataclass
-class QueueReport:
-    name: str
-    capability: dict[str, float]  # realCapability
-    deserved: dict[str, float]
-    allocated: dict[str, float]
-    inqueue: dict[str, float]
-    reserved: dict[str, float]
-    counts: dict[str, int]  # pending, gated, pipelined, unschedulable, running
-    resources: dict[str, dict[str, float]]  # the same groups, summed requests
-    # The part of inqueue that gate reservations already hold (counted in both figures).
-    inqueue_reserved: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class WaitingPod:
-    namespace: str
-    name: str
-    uid: str
-    queue: str
-    job: str
-    gated: bool
-    reason: str
-    state: str = "unschedulable"  # gated | unschedulable | pipelined
-    node: str = ""  # the nominated node of a pipelined pod
-
-
-@dataclass
-class CycleReport:
-    started_at: float
-    duration_s: float
-    mode: str
-    action_durations_s: dict[str, float]
-    queues: list[QueueReport]
-    transitions: list[Transition]
-    waiting: list[WaitingPod]
-    errors: list[str] = field(default_factory=list)
-    gates: dict[str, int] = field(default_factory=dict)  # gate removals queued / at bind
-    notices: list[str] = field(default_factory=list)  # e.g. queue reservations released
-    risks: list[WorkloadRisk] = field(default_factory=list)  # when a capacity snapshot exists
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+NOT_CONSIDERED = Status(Code.NOT_CONSIDERED, "", "not considered")
 
 
 def run_cycle(
@@ -77,8 +41,9 @@ def run_cycle(
 ) -> CycleReport:
     """Run the configured actions once. ``act=False`` (observe) writes nothing to the cluster.
 
-    ``admission`` brings the node-capacity check (seed 004) to enqueue and the false-admission
-    risks to the report; None runs without either.
+    ``admission`` attaches the node-capacity check (Kueue KEP-3211) as a plugin in a tier of
+    its own: it holds workloads in enqueue and reports false-admission risks; None runs
+    without either.
 
     The cyclic garbage collector is paused for the cycle: a cycle allocates tens of thousands
     of short-lived objects, and collections over the cache's large heap cost more than the
@@ -93,34 +58,43 @@ def run_cycle(
             gc.enable()
 
 
-def _run(cache, config, client, now, act, gate_remover, admission) -> CycleReport:
+def _run(
+    cache: SchedulerCache,
+    config: SchedulerConfig,
+    client: ClusterClient | None,
+    now: float | None,
+    act: bool,
+    gate_remover: GateRemover | None,
+    admission: AdmissionContext | None,
+) -> CycleReport:
     started = time.perf_counter()
     now = time.time() if now is None else now
     writer = Writer(cache, client, act=act, gate_remover=gate_remover)
     bind_removals = cache.gates_removed_at_bind
-    ssn = Session(cache.snapshot(), config, writer, now)
-    ssn.admission = admission  # read by enqueue; the Session itself does not know it
+    tiers: list[list[Plugin]] = registry.plugin_tiers(config)
+    check = NodeCapacityPlugin(admission) if admission is not None else None
+    if check is not None:
+        tiers.append([check])
+    ssn = Session(cache.snapshot(), config, writer, now, tiers)
     ssn.open()
     durations: dict[str, float] = {}
-    for name in config.actions:
+    for name, action in registry.actions(config):
         t0 = time.perf_counter()
-        ACTIONS[name](ssn)
+        action(ssn)
         durations[name] = time.perf_counter() - t0
     record_job_status(ssn)
     ssn.close()
-    queues, waiting = _queue_reports(ssn), _waiting(ssn)
-    risks = workload_risks(ssn, admission) if admission is not None else []
     return CycleReport(
         started_at=now,
         duration_s=time.perf_counter() - started,
         mode="act" if writer.act else "observe",
         action_durations_s=durations,
-        queues=queues,
+        queues=queue_reports(ssn),
         transitions=writer.transitions,
-        waiting=waiting,
+        waiting=waiting_pods(ssn),
         errors=writer.errors,
         notices=ssn.notices,
-        risks=risks,
+        risks=check.risks if check is not None else [],
         gates={
             "queued": writer.gates_queued,
             "at_bind": cache.gates_removed_at_bind - bind_removals,
@@ -128,28 +102,38 @@ def _run(cache, config, client, now, act, gate_remover, admission) -> CycleRepor
     )
 
 
-def _waiting(ssn: Session) -> list[WaitingPod]:
+def waiting_state(task: TaskInfo, why: Status) -> PodState:
+    """A pending pod's state: gated while it carries a gate; unschedulable when nodes are what
+    it lacks; otherwise waiting (for its queue, its gang, the admission check)."""
+    if task.sch_gated:
+        return PodState.GATED
+    if task.status == TaskStatus.PIPELINED:
+        return PodState.PIPELINED
+    return PodState.UNSCHEDULABLE if why.node_shortfall else PodState.WAITING
+
+
+def waiting_pods(ssn: Session) -> list[WaitingPod]:
     """Every pod still waiting after the cycle — pending (gated or not) or pipelined — with
-    why, in words."""
+    the Status that keeps it waiting."""
     out = []
-    invalid = (j for j, _, _ in ssn.invalid_jobs.values())
+    invalid = (job for job, _ in ssn.invalid_jobs.values())
     for job in [*ssn.jobs.values(), *invalid, *ssn.skipped_jobs.values()]:
         for task in sorted(job.pending_tasks(), key=lambda t: (t.namespace, t.name)):
-            reason = ssn.waiting.get(task.uid) or ssn.skipped.get(job.uid) or "not considered"
+            why = ssn.waiting.get(task.uid) or ssn.skipped.get(job.uid) or NOT_CONSIDERED
             if task.sch_gated and task.uid not in ssn.waiting:
-                reason = "waiting for scheduling gates to be removed"
-            state = "gated" if task.sch_gated else "unschedulable"
-            out.append(
-                WaitingPod(task.namespace, task.name, task.uid, job.queue, job.uid,
-                           task.sch_gated, reason, state)
-            )  # fmt: skip
+                why = Status(Code.GATED, "", "waiting for scheduling gates to be removed")
+            out.append(_waiting(task, job, waiting_state(task, why), why))
         pipelined = job.index.get(TaskStatus.PIPELINED, {}).values()
         for task in sorted(pipelined, key=lambda t: (t.namespace, t.name)):
-            out.append(
-                WaitingPod(task.namespace, task.name, task.uid, job.queue, job.uid, False,
-                           _pipelined_reason(ssn, task.node_name), "pipelined", task.node_name)
-            )  # fmt: skip
+            why = Status(Code.PIPELINED, "allocate", _pipelined_reason(ssn, task.node_name))
+            out.append(_waiting(task, job, PodState.PIPELINED, why, task.node_name))
     return out
+
+
+def _waiting(
+    task: TaskInfo, job: JobInfo, state: PodState, why: Status, node: str = ""
+) -> WaitingPod:
+    return WaitingPod(task.namespace, task.name, task.uid, job.queue, job.uid, state, why, node)
 
 
 def _pipelined_reason(ssn: Session, node_name: str) -> str:
@@ -163,43 +147,37 @@ def _pipelined_reason(ssn: Session, node_name: str) -> str:
     return f"pipelined on {node_name} until resources are released there"
 
 
-_GROUPS = ("pending", "gated", "pipelined", "unschedulable", "running")
-
-
-def _queue_reports(ssn: Session) -> list[QueueReport]:
-    attrs = getattr(ssn, "queue_attrs", {})
-    reports = []
-    jobs_by_queue: dict[str, list] = {}
+def queue_reports(ssn: Session) -> list[QueueReport]:
+    """Each queue's figures (from the queue plugin) and its own jobs' pods by state."""
+    jobs_by_queue: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
         jobs_by_queue.setdefault(job.queue, []).append(job)
+    reports = []
     for name in sorted(ssn.queues):
-        counts = dict.fromkeys(_GROUPS, 0)
-        sums = {g: Resource() for g in _GROUPS}
+        counts = dict.fromkeys(COUNTED_STATES, 0)
         for job in jobs_by_queue.get(name, ()):
-            _count_job(ssn, job, counts, sums)
-        attr = attrs.get(name)
-        capability, deserved, allocated, inqueue, reserved, inqueue_reserved = (
-            getattr(attr, a).to_dict() if attr else {}
-            for a in ("real_capability", "deserved", "allocated", "inqueue", "reserved",
-                      "inqueue_reserved")
-        )  # fmt: skip
-        reports.append(QueueReport(
-            name, capability, deserved, allocated, inqueue, reserved, counts,
-            {g: r.to_dict() for g, r in sums.items()}, inqueue_reserved,
-        ))  # fmt: skip
+            for task in job.tasks.values():
+                state = _counted_state(ssn, task)
+                if state is not None:
+                    counts[state] += 1
+        report = QueueReport(name, parent=ssn.queues[name].parent or "", counts=counts)
+        attr = ssn.queue_attrs.get(name)
+        if attr is not None:
+            report.capability = attr.real_capability.to_dict()
+            report.deserved = attr.deserved.to_dict()
+            report.allocated = attr.allocated.to_dict()
+            report.inqueue = attr.inqueue.to_dict()
+            report.reserved = attr.reserved.to_dict()
+            report.inqueue_reserved = attr.inqueue_reserved.to_dict()
+            report.share = attr.share
+            report.over_deserved = attr.over_deserved
+        reports.append(report)
     return reports
 
 
-def _count_job(ssn: Session, job, counts: dict, sums: dict) -> None:
-    for task in job.tasks.values():
-        if task.status == TaskStatus.PENDING:
-            groups = ["pending", "gated" if task.sch_gated else "unschedulable"]
-        elif task.status == TaskStatus.PIPELINED:
-            groups = ["pipelined"]
-        elif task.status == TaskStatus.RUNNING:
-            groups = ["running"]
-        else:
-            continue
-        for g in groups:
-            counts[g] += 1
-            sums[g].add(task.resreq)
+def _counted_state(ssn: Session, task: TaskInfo) -> PodState | None:
+    if task.status == TaskStatus.PENDING:
+        return waiting_state(task, ssn.waiting.get(task.uid) or NOT_CONSIDERED)
+    if task.status in (TaskStatus.PIPELINED, TaskStatus.RUNNING):
+        return pod_state_of(task)
+    return None

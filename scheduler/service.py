@@ -14,13 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from kubernetes import client
 
 from scheduler.admission.context import Admission
+from scheduler.api.report import CycleReport
 from scheduler.cache.cache import SchedulerCache
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.framework.writer import GateRemover
 from scheduler.kube.client import KubeClusterClient
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
-from scheduler.loop import CycleReport, run_cycle
+from scheduler.loop import run_cycle
 
 log = logging.getLogger(__name__)
 

@@ -67,20 +67,6 @@ class Scenario:
         return sum(len(a.pods) for a in self.arrivals)
 
 
-def resolve(spec: str) -> Scenario:
-    """``--scenario demo|empty|openb|FILE`` (``openb``: 200 pods of the Alibaba trace, 20x)."""
-    if spec == "openb":
-        from simcluster.trace import DEMO_WINDOW, load_openb  # trace imports this module
-
-        return load_openb(**DEMO_WINDOW)
-    if spec in BUILTIN:
-        return load_file(SCENARIO_DIR / f"{spec}.yaml")
-    path = Path(spec)
-    if not path.is_file():
-        raise ScenarioError(f"{spec}: no such scenario (built-in: {', '.join(BUILTIN)}) or file")
-    return load_file(path)
-
-
 def load_file(path: str | Path) -> Scenario:
     path = Path(path)
     try:

@@ -1,10 +1,19 @@
-"""The latest cycle's "now" figures, as stored by ``dashboard.tasks.history``."""
+"""The latest cycle's "now" figures, as stored by ``dashboard.tasks.history``, read back into
+the report's own types (``scheduler.api.report``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from dashboard.models import LiveState
+from scheduler.api.report import (
+    COUNTED_STATES,
+    PodState,
+    QueueReport,
+    WaitingPod,
+    WorkloadRisk,
+)
 
 CYCLE_KEY = "cycle"
 
@@ -13,22 +22,61 @@ def queue_key(name: str) -> str:
     return f"queue:{name}"
 
 
-def live_summary() -> dict | None:
+@dataclass(frozen=True)
+class LiveSummary:
+    """The latest cycle as the pages show it: its report, without the per-pod lists."""
+
+    at: datetime
+    duration_ms: float
+    mode: str
+    decisions: int
+    errors: list[str]
+    notices: list[str]
+    gates: dict[str, int]
+    queues: list[QueueReport]
+    risks: list[WorkloadRisk]
+    gated_by_namespace: dict[str, int]
+
+    def queue(self, name: str) -> QueueReport | None:
+        return next((q for q in self.queues if q.name == name), None)
+
+    def counts(self) -> dict[PodState, int]:
+        totals = dict.fromkeys(COUNTED_STATES, 0)
+        for queue in self.queues:
+            for state, n in queue.counts.items():
+                totals[state] = totals.get(state, 0) + n
+        return totals
+
+
+def live_summary() -> LiveSummary | None:
     """The latest cycle's summary (queues, risks, notices), or None before the first cycle."""
     data = LiveState.objects.filter(key=CYCLE_KEY).values_list("data", flat=True).first()
     if data is None:
         return None
-    return {**data, "at": datetime.fromtimestamp(data["started_at"], tz=UTC)}
+    return LiveSummary(
+        at=datetime.fromtimestamp(data["started_at"], tz=UTC),
+        duration_ms=data["duration_ms"],
+        mode=data["mode"],
+        decisions=data["decisions"],
+        errors=list(data.get("errors") or []),
+        notices=list(data.get("notices") or []),
+        gates=dict(data.get("gates") or {}),
+        queues=[QueueReport.from_json(q) for q in data.get("queues") or []],
+        risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
+        gated_by_namespace=dict(data.get("gated_by_namespace") or {}),
+    )
 
 
-def live_waiting(queue: str) -> list[dict] | None:
+def live_waiting(queue: str) -> list[WaitingPod] | None:
     """Pods waiting in ``queue`` at the latest cycle; None when the queue is unknown."""
     data = LiveState.objects.filter(key=queue_key(queue)).values_list("data", flat=True).first()
-    return None if data is None else data.get("waiting", [])
+    if data is None:
+        return None
+    return [WaitingPod.from_json(pod) for pod in data.get("waiting") or []]
 
 
-def live_waiting_everywhere() -> list[dict]:
-    pods: list[dict] = []
+def live_waiting_everywhere() -> list[WaitingPod]:
+    pods: list[WaitingPod] = []
     for data in LiveState.objects.filter(key__startswith="queue:").values_list("data", flat=True):
-        pods += data.get("waiting", [])
+        pods += [WaitingPod.from_json(pod) for pod in data.get("waiting") or []]
     return pods

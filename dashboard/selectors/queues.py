@@ -9,57 +9,29 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from dashboard.models import PodState, QueueSample
-from dashboard.selectors.figures import capacity_bars
+from dashboard.models import QueueSample, TrackedPod
 from dashboard.selectors.live import live_waiting
-from dashboard.selectors.reasons import risks_by_pod, wait_reason, wait_state
 from dashboard.selectors.sampling import ChartRange, levels_from, pick_level
+from scheduler.api.report import PENDING_STATES, PodState, WaitingPod
 
-ROOT = "root"
 SERIES_FIELDS = ("allocated", "deserved", "capability", "reserved")
-COUNT_FIELDS = ("running", "gated", "pipelined", "unschedulable")
-SHOWN_PER_STATE = 50  # pods listed per state on a queue's page
+COUNT_FIELDS = ("running", "gated", "waiting", "pipelined", "unschedulable")
 
 
-def queue_rows(summary: dict, only: str | None = None) -> list[dict]:
-    """Every queue but the root (or just ``only``), with capacity bars, counts and risks."""
-    risky: dict[str, int] = {}
-    for risk in summary.get("risks", []):
-        if risk.get("risk") not in {"fits_now", None}:
-            risky[risk.get("queue", "")] = risky.get(risk.get("queue", ""), 0) + 1
-    return [
-        {
-            **q,
-            "bars": capacity_bars(q),
-            "risks": risky.get(q["name"], 0),
-        }
-        for q in summary.get("queues", [])
-        if q["name"] != ROOT and (only is None or q["name"] == only)
-    ]
-
-
-def queue_in(summary: dict, name: str) -> dict | None:
-    return next(iter(queue_rows(summary, only=name)), None)
-
-
-def queue_pods(summary: dict, name: str, shown: int = SHOWN_PER_STATE) -> dict[str, dict]:
-    """The queue's waiting pods by state: how many, and the first ``shown`` of them, each with
-    why it waits in plain words (the Pods page lists them all)."""
-    groups: dict[str, list[dict]] = {"Gated": [], "Unschedulable": [], "Pipelined": []}
+def queue_waiting(name: str) -> dict[PodState, list[WaitingPod]]:
+    """The queue's waiting pods at the latest cycle, by state."""
+    groups: dict[PodState, list[WaitingPod]] = {state: [] for state in PENDING_STATES}
     for pod in live_waiting(name) or []:
-        groups[wait_state(pod)].append(pod)
-    risks = risks_by_pod(summary.get("risks", []))
-    lifted = PodState.objects.filter(queue=name, state="Pending")  # last move: gate removed
-    gate_removed = set(lifted.values_list("uid", flat=True))
+        groups.setdefault(pod.state, []).append(pod)
+    return groups
 
-    def explained(pod: dict) -> dict:
-        uid = pod["uid"]
-        return {**pod, "reason": wait_reason(pod, risks.get(uid), gate_removed=uid in gate_removed)}
 
-    return {
-        state: {"count": len(pods), "pods": [explained(pod) for pod in pods[:shown]]}
-        for state, pods in groups.items()
-    }
+def gate_removed_uids(*, queue: str | None = None) -> set[str]:
+    """Pods whose queue-allocation gate Sluice lifted (a gate_removed transition was stored)."""
+    rows = TrackedPod.objects.filter(gate_removed=True)
+    if queue is not None:
+        rows = rows.filter(queue=queue)
+    return set(rows.values_list("uid", flat=True))
 
 
 def queue_series(name: str, chart_range: ChartRange, now: datetime | None = None) -> list[dict]:

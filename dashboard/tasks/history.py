@@ -15,13 +15,18 @@ from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
-from dashboard.models import Cycle, LiveState, PodState, PodTransition, QueueSample
+from dashboard.models import Cycle, LiveState, PodTransition, QueueSample, TrackedPod
 from dashboard.selectors.live import CYCLE_KEY, queue_key
 from dashboard.selectors.sampling import bucket_level
+from scheduler.api.report import (
+    COUNTED_STATES,
+    CycleReport,
+    QueueReport,
+    Transition,
+    TransitionKind,
+)
 
 log = logging.getLogger(__name__)
-
-STATES = ("running", "pending", "gated", "pipelined", "unschedulable")
 
 
 @shared_task(
@@ -38,7 +43,7 @@ STATES = ("running", "pending", "gated", "pipelined", "unschedulable")
     compression="zlib",
 )
 def store_cycle_report(report: dict) -> int | None:
-    """Store ``report`` (``CycleReport.to_dict()``); the cycle's id, None when already stored."""
+    """Store ``report`` (``CycleReport.to_json()``); the cycle's id, None when already stored."""
     try:
         with transaction.atomic():
             return _store(report)
@@ -62,7 +67,7 @@ def prune_history(now: float | None = None) -> dict[str, int]:
     deleted = {
         "samples": QueueSample.objects.filter(at__lt=cutoff).delete()[0],
         "transitions": PodTransition.objects.filter(at__lt=cutoff).delete()[0],
-        "pods": PodState.objects.filter(since__lt=cutoff).delete()[0],
+        "pods": TrackedPod.objects.filter(since__lt=cutoff).delete()[0],
     }
     old_cycles = Cycle.objects.filter(started_at__lt=cutoff)
     deleted["cycles"] = old_cycles.count()
@@ -71,125 +76,114 @@ def prune_history(now: float | None = None) -> dict[str, int]:
     return deleted
 
 
-def _store(report: dict) -> int | None:
-    started = datetime.fromtimestamp(report["started_at"], tz=UTC)
+def _store(data: dict) -> int | None:
+    report = CycleReport.from_json(data)
+    started = datetime.fromtimestamp(report.started_at, tz=UTC)
     if Cycle.objects.filter(started_at=started).exists():
         return None
     previous = (
         Cycle.objects.filter(started_at__lt=started).values_list("started_at", flat=True).first()
     )
-    queues = [_queue_figures(q) for q in report.get("queues", [])]
     cycle = Cycle.objects.create(
         started_at=started,
-        duration_ms=report["duration_s"] * 1000,
-        mode=report.get("mode", ""),
-        decisions=len(report.get("transitions", [])),
-        action_durations_ms={k: v * 1000 for k, v in report["action_durations_s"].items()},
-        error="\n".join(report.get("errors", [])),
+        duration_ms=report.duration_s * 1000,
+        mode=report.mode,
+        decisions=len(report.transitions),
+        action_durations_ms={k: v * 1000 for k, v in report.action_durations_s.items()},
+        error="\n".join(report.errors),
         level=bucket_level(started, previous),
-        counts=_total_counts(queues),
-        gates=report.get("gates", {}),
-        notices=report.get("notices", []),
+        counts={state.value: n for state, n in report.counts().items()},
+        gates=report.gates,
+        notices=report.notices,
     )
-    _store_samples(cycle, queues)
-    _store_transitions(cycle, report.get("transitions", []))
+    _store_samples(cycle, report.queues)
+    _store_transitions(cycle, report.transitions)
     if not Cycle.objects.filter(started_at__gt=started).exists():  # a late report is history
-        _replace_live_state(cycle, report, queues)
+        _replace_live_state(cycle, report, data)
     return cycle.id
 
 
-def _queue_figures(queue: dict) -> dict:
-    """A queue's report with its share (Volcano: the largest allocated/deserved ratio)."""
-    deserved, allocated = queue.get("deserved") or {}, queue.get("allocated") or {}
-    ratios = [allocated.get(r, 0) / v for r, v in deserved.items() if v]
-    share = max(ratios, default=0.0)
-    over = any(allocated.get(r, 0) > v for r, v in deserved.items() if v)
-    return {**queue, "share": share, "over_deserved": over}
-
-
-def _total_counts(queues: list[dict]) -> dict[str, int]:
-    totals = dict.fromkeys(STATES, 0)
-    for queue in queues:
-        for state in STATES:
-            totals[state] += (queue.get("counts") or {}).get(state, 0)
-    return totals
-
-
-def _store_samples(cycle: Cycle, queues: list[dict]) -> None:
+def _store_samples(cycle: Cycle, queues: list[QueueReport]) -> None:
     QueueSample.objects.bulk_create(
         QueueSample(
             cycle=cycle,
             at=cycle.started_at,
-            queue=q["name"],
-            capability=q.get("capability") or {},
-            deserved=q.get("deserved") or {},
-            allocated=q.get("allocated") or {},
-            reserved=q.get("reserved") or {},
-            inqueue=q.get("inqueue") or {},
-            share=q["share"],
+            queue=q.name,
+            capability=q.capability,
+            deserved=q.deserved,
+            allocated=q.allocated,
+            reserved=q.reserved,
+            inqueue=q.inqueue,
+            share=q.share,
             level=cycle.level,
-            **{state: (q.get("counts") or {}).get(state, 0) for state in STATES},
+            **{state.value: q.count(state) for state in COUNTED_STATES},
         )
         for q in queues
     )
 
 
-def _store_transitions(cycle: Cycle, transitions: list[dict]) -> None:
+def _store_transitions(cycle: Cycle, transitions: list[Transition]) -> None:
     rows = [
         PodTransition(
             cycle=cycle,
             at=cycle.started_at,
-            namespace=t["namespace"],
-            name=t["name"],
-            uid=t["uid"],
-            queue=t.get("queue") or "",
-            from_state=t["from_status"],
-            to_state=t["to_status"],
-            node=t.get("node") or "",
-            reason=t.get("reason") or "",
+            namespace=t.namespace,
+            name=t.name,
+            uid=t.uid,
+            queue=t.queue,
+            kind=t.kind.value,
+            from_state=t.from_state.value,
+            to_state=t.to_state.value,
+            node=t.node,
+            message=t.message,
         )
         for t in transitions
     ]
     PodTransition.objects.bulk_create(rows)
     latest = {row.uid: row for row in rows}  # a pod's last transition in the cycle wins
-    PodState.objects.bulk_create(
+    lifted = {t.uid for t in transitions if t.kind is TransitionKind.GATE_REMOVED}
+    TrackedPod.objects.bulk_create(
         [
-            PodState(
+            TrackedPod(
                 uid=r.uid,
                 namespace=r.namespace,
                 name=r.name,
                 queue=r.queue,
                 state=r.to_state,
                 node=r.node,
-                reason=r.reason,
+                message=r.message,
                 since=r.at,
+                gate_removed=r.uid in lifted,
             )
             for r in latest.values()
         ],
         update_conflicts=True,
         unique_fields=["uid"],
-        update_fields=["namespace", "name", "queue", "state", "node", "reason", "since"],
+        update_fields=["namespace", "name", "queue", "state", "node", "message", "since"],
     )
+    if lifted:  # once lifted, always lifted: a later transition does not take it back
+        TrackedPod.objects.filter(uid__in=lifted).update(gate_removed=True)
 
 
-def _replace_live_state(cycle: Cycle, report: dict, queues: list[dict]) -> None:
-    waiting: dict[str, list[dict]] = {q["name"]: [] for q in queues}
+def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
+    """The "now" figures: the report's JSON without its per-pod lists, and each queue's
+    waiting pods under a key of its own (so a queue page parses only its own pods)."""
+    waiting: dict[str, list[dict]] = {q.name: [] for q in report.queues}
     gated_by_namespace: dict[str, int] = {}
-    for pod in report.get("waiting", []):
-        waiting.setdefault(pod["queue"], []).append(pod)
-        if pod.get("gated"):
-            ns = pod["namespace"]
-            gated_by_namespace[ns] = gated_by_namespace.get(ns, 0) + 1
+    for pod, raw in zip(report.waiting, data.get("waiting") or [], strict=True):
+        waiting.setdefault(pod.queue, []).append(raw)
+        if pod.gated:
+            gated_by_namespace[pod.namespace] = gated_by_namespace.get(pod.namespace, 0) + 1
     summary = {
-        "started_at": report["started_at"],
+        "started_at": report.started_at,
         "duration_ms": cycle.duration_ms,
-        "mode": cycle.mode,
+        "mode": report.mode,
         "decisions": cycle.decisions,
-        "errors": report.get("errors", []),
-        "notices": cycle.notices,
-        "gates": cycle.gates,
-        "queues": queues,
-        "risks": report.get("risks", []),
+        "errors": report.errors,
+        "notices": report.notices,
+        "gates": report.gates,
+        "queues": data.get("queues") or [],
+        "risks": data.get("risks") or [],
         "gated_by_namespace": gated_by_namespace,
     }
     rows = [LiveState(key=CYCLE_KEY, cycle=cycle, data=summary)]

@@ -78,7 +78,7 @@ def run_cycle() -> dict | None:
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)
-    store_cycle_report.delay(report.to_dict())  # history and the pages' live state
+    store_cycle_report.delay(report.to_json())  # history and the pages' live state
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),

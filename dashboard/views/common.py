@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from dashboard.selectors.live import LiveSummary
 from dashboard.selectors.sampling import RANGES, chart_range
 from scheduler.kube.config import clock_from_kubeconfig
 
@@ -47,12 +48,12 @@ def _clock(path: str, mtime: float) -> Callable[[], float]:
     return clock_from_kubeconfig(path)  # mtime in the key: a rewritten kubeconfig is re-read
 
 
-def is_stale(summary: dict | None, now: datetime) -> bool:
+def is_stale(summary: LiveSummary | None, now: datetime) -> bool:
     """True when the latest cycle is too old to describe the cluster now."""
     if summary is None:
         return False
     period = timedelta(seconds=settings.SLUICE_CYCLE_PERIOD)
-    return now - summary["at"] > STALE_PERIODS * period + STALE_MARGIN
+    return now - summary.at > STALE_PERIODS * period + STALE_MARGIN
 
 
 def range_context(request: HttpRequest) -> dict:

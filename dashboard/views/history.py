@@ -4,7 +4,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from dashboard.forms import CycleFilterForm
-from dashboard.selectors.charts import (
+from dashboard.presenters.charts import (
     STATE_COLOURS,
     chart_html,
     cycle_duration_figure,
@@ -48,5 +48,5 @@ def history(request: HttpRequest) -> HttpResponse:
 def _cycle_summary(series: list[dict]) -> list[dict]:
     columns = {"duration (ms)": [s["duration_ms"] for s in series]}
     for state in STATE_COLOURS:
-        columns[f"{state} pods"] = [(s["counts"] or {}).get(state) for s in series]
+        columns[f"{state.value} pods"] = [(s["counts"] or {}).get(state.value) for s in series]
     return series_summary(columns)

@@ -16,8 +16,8 @@ AUDIT_ROWS = 20
 
 
 def namespaces(request: HttpRequest) -> HttpResponse:
-    summary = live_summary() or {}
-    gated = summary.get("gated_by_namespace", {})
+    summary = live_summary()
+    gated = summary.gated_by_namespace if summary else {}
     error = ""
     try:
         rows = [{**ns, "gated": gated.get(ns["name"], 0)} for ns in namespace_list()]

@@ -3,9 +3,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from dashboard.presenters.queues import queue_rows
 from dashboard.selectors.live import live_summary
-from dashboard.selectors.queues import queue_rows
-from dashboard.views.bars import with_bars_html
 from dashboard.views.common import cluster_now, is_stale, render_page
 
 
@@ -16,7 +15,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     now = cluster_now()
     context = {
         "summary": summary,
-        "queues": with_bars_html(queue_rows(summary)) if summary else [],
+        "queues": queue_rows(summary.queues, summary.risks) if summary else [],
         "stale": is_stale(summary, now),
         "now": now,
     }

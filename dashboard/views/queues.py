@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from dashboard.selectors.charts import (
+from dashboard.presenters.charts import (
     CPU_FIELDS,
     chart_html,
     cpu_series,
@@ -11,11 +11,15 @@ from dashboard.selectors.charts import (
     queue_cpu_figure,
     series_summary,
 )
+from dashboard.presenters.queues import explained_groups, queue_rows, tree_rows
 from dashboard.selectors.cluster import ClusterUnavailable, queue_specs
-from dashboard.selectors.figures import format_resources
 from dashboard.selectors.live import live_summary
-from dashboard.selectors.queues import COUNT_FIELDS, ROOT, queue_in, queue_pods, queue_series
-from dashboard.views.bars import with_bars_html
+from dashboard.selectors.queues import (
+    COUNT_FIELDS,
+    gate_removed_uids,
+    queue_series,
+    queue_waiting,
+)
 from dashboard.views.common import cluster_now, is_stale, range_context, render_page
 
 
@@ -25,12 +29,18 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
     now = cluster_now()
     ranges = range_context(request)
     series = queue_series(name, ranges["range"], now)
+    row = (
+        next(iter(queue_rows(summary.queues, summary.risks, only=name)), None) if summary else None
+    )
+    groups = []
+    if row is not None and summary is not None:
+        groups = explained_groups(queue_waiting(name), summary.risks, gate_removed_uids(queue=name))
     context = {
         "name": name,
         "summary": summary,
         "stale": is_stale(summary, now),
-        "queue": queue_in(summary, name) if summary else None,
-        "pods": queue_pods(summary, name) if summary else {},
+        "queue": row,
+        "pods": groups,
         "series": series,
         "cpu_chart": chart_html(queue_cpu_figure(series), "queue-cpu") if series else "",
         "pods_chart": chart_html(pod_counts_figure(series), "queue-pods") if series else "",
@@ -39,9 +49,7 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
         f"{ranges['range'].label.lower()})",
         **ranges,
     }
-    if context["queue"]:
-        context["queue"] = with_bars_html([context["queue"]])[0]
-    status = 404 if summary and context["queue"] is None and not series else 200
+    status = 404 if summary and row is None and not series else 200
     response = render_page(request, "dashboard/queue.html", context, partials=("live", "charts"))
     response.status_code = status
     return response
@@ -63,45 +71,11 @@ def queue_tree(request: HttpRequest) -> HttpResponse:
         specs = queue_specs()
     except ClusterUnavailable as exc:
         specs, error = {}, str(exc)
-    rows = {q["name"]: q for q in (summary or {}).get("queues", [])}
+    reports = {q.name: q for q in summary.queues} if summary else {}
     context = {
         "summary": summary,
         "stale": is_stale(summary, cluster_now()),
-        "tree": _tree(rows, specs),
+        "tree": tree_rows(reports, specs),
         "error": error,
     }
     return render_page(request, "dashboard/queue_tree.html", context, partials=("live",))
-
-
-def _tree(rows: dict[str, dict], specs: dict[str, dict]) -> list[dict]:
-    """Depth-first rows, parents before children; without specs every queue is under root."""
-    children: dict[str, list[str]] = {}
-    for name in sorted(set(rows) | set(specs)):
-        if name == ROOT:
-            continue
-        parent = (specs.get(name) or {}).get("parent") or ROOT
-        children.setdefault(parent, []).append(name)
-    out: list[dict] = []
-
-    def visit(name: str, depth: int) -> None:
-        figures, spec = rows.get(name) or {}, specs.get(name) or {}
-        out.append(
-            {
-                "name": name,
-                "depth": depth,
-                "indent": depth * 1.5,
-                "allocated": format_resources(figures.get("allocated")),
-                "deserved": format_resources(figures.get("deserved")),
-                "capability": format_resources(figures.get("capability")),
-                "guarantee": ", ".join(f"{v} {k}" for k, v in spec.get("guarantee", {}).items()),
-                "share": figures.get("share"),
-                "over_deserved": figures.get("over_deserved", False),
-                "reclaimable": spec.get("reclaimable", True),
-                "in_cycle": name in rows,
-            }
-        )
-        for child in children.get(name, []):
-            visit(child, depth + 1)
-
-    visit(ROOT, 0)
-    return out

@@ -3,28 +3,23 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from dashboard.presenters.reasons import RISK_LABELS
 from dashboard.selectors.live import live_summary
 from dashboard.views.common import render_page
-
-# Risk classes, worst first, with what each means to the person who submitted the workload.
-RISK_CLASSES = [
-    ("fits_no_node_shape", "Fits no node shape", "no node, and no node the autoscaler can add, "
-     "is large enough: the workload will never run as it is"),
-    ("fits_after_scale_up", "Fits after a scale-up", "runs once the autoscaler adds a node"),
-    ("waiting_for_queue", "Waiting for its queue", "fits the cluster; its queue is full"),
-    ("fits_now", "Fits now", "a node has room for it now"),
-]  # fmt: skip
+from scheduler.api.report import RISK_ORDER, WorkloadRisk
 
 
 @require_GET
 def risks(request: HttpRequest) -> HttpResponse:
     summary = live_summary()
-    by_class: dict[str, list[dict]] = {key: [] for key, _, _ in RISK_CLASSES}
-    for risk in (summary or {}).get("risks", []):
-        by_class.setdefault(risk.get("risk", ""), []).append(risk)
-    groups = [
-        {"key": key, "label": label, "meaning": meaning, "workloads": by_class[key]}
-        for key, label, meaning in RISK_CLASSES
-    ]
+    by_class: dict = {risk: [] for risk in RISK_ORDER}
+    for risk in summary.risks if summary else []:
+        by_class[risk.risk].append(risk)
+    groups = [_group(risk, by_class[risk]) for risk in RISK_ORDER]
     context = {"summary": summary, "groups": groups}
     return render_page(request, "dashboard/risks.html", context, partials=("live",))
+
+
+def _group(risk, workloads: list[WorkloadRisk]) -> dict:
+    label, meaning = RISK_LABELS[risk]
+    return {"key": risk.value, "label": label, "meaning": meaning, "workloads": workloads}

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from dashboard.selectors.charts import action_durations_figure, chart_html
+from dashboard.presenters.charts import action_durations_figure, chart_html
 from dashboard.selectors.cycles import recent_cycles
 from dashboard.selectors.live import live_summary
 from dashboard.services import gate_stats

@@ -16,22 +16,30 @@ from scheduler.api.helpers import (
     has_queue_allocation_gate_annotation,
     scheduling_gates,
 )
-from scheduler.api.task_info import TaskStatus
+from scheduler.api.job_info import JobInfo
+from scheduler.api.node_info import NodeInfo
+from scheduler.api.queue_info import QueueInfo
+from scheduler.api.status import Code, Status
+from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 from scheduler.plugins.predicates import fit_error_message, resource_reasons
 
+JobsByQueue = dict[str, list[tuple[tuple, str]]]  # queue -> heap of (job order key, job uid)
 
-def execute(ssn) -> None:
+
+def execute(ssn: Session) -> None:
     """Jobs holding pipeline decisions go first, in their own pass, so a persisted decision
-    is continued before new arrivals can take its node (seed 002, change 3)."""
+    is continued before new arrivals can take its node (Volcano's pipeline cache persistence
+    design, change 3)."""
     pipelined, pending = _contexts(ssn)
     _allocate_resources(ssn, pipelined)
     _allocate_resources(ssn, pending)
 
 
-def _contexts(ssn) -> tuple[dict[str, list], dict[str, list]]:
-    pipelined: dict[str, list] = {}
-    pending: dict[str, list] = {}
+def _contexts(ssn: Session) -> tuple[JobsByQueue, JobsByQueue]:
+    pipelined: JobsByQueue = {}
+    pending: JobsByQueue = {}
     for job in ssn.jobs.values():
         if job.is_pending() or not (job.count(TaskStatus.PENDING) or job.pipelined_num()):
             continue
@@ -42,8 +50,10 @@ def _contexts(ssn) -> tuple[dict[str, list], dict[str, list]]:
     return pipelined, pending
 
 
-def _allocate_resources(ssn, jobs_by_queue: dict[str, list]) -> None:
-    remaining: dict[str, deque] = {}  # job uid -> tasks not tried yet, in order (Volcano keeps
+def _allocate_resources(ssn: Session, jobs_by_queue: JobsByQueue) -> None:
+    remaining: dict[
+        str, deque[TaskInfo]
+    ] = {}  # job uid -> tasks not tried yet, in order (Volcano keeps
     # one task queue per job across pops, so a task is tried at most once per action)
     queue_heap = []
     for name, heap in jobs_by_queue.items():
@@ -64,8 +74,8 @@ def _allocate_resources(ssn, jobs_by_queue: dict[str, list]) -> None:
             heapq.heappush(queue_heap, (ssn.queue_order_key(queue), name))
 
 
-def _worksheet(ssn, job) -> list:
-    """Pipelined tasks before Pending ones (seed 002), each group in task order."""
+def _worksheet(ssn: Session, job: JobInfo) -> list[TaskInfo]:
+    """Pipelined tasks before Pending ones (pipeline cache persistence), each in task order."""
     pending = sorted(job.pending_tasks(), key=ssn.task_order_key)
     if not job.pipelined_num():
         return pending
@@ -73,11 +83,12 @@ def _worksheet(ssn, job) -> list:
     return [*sorted(pipelined, key=ssn.task_order_key), *pending]
 
 
-def _allocate_job(ssn, queue, job, tasks: deque) -> bool:
+def _allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo]) -> bool:
     """Place the job's tasks; True when it became ready with tasks left (it goes back in line).
 
-    Three ways out (seed 002, change 2): ready -> commit; pipelined -> commit too, so the
-    decisions persist; neither -> discard, freeing what the session reserved for it.
+    Three ways out (pipeline cache persistence design, change 2): ready -> commit; pipelined
+    -> commit too, so the decisions persist; neither -> discard, freeing what the session
+    reserved for it.
     """
     stmt = Statement(ssn)
     more = False
@@ -96,7 +107,9 @@ def _allocate_job(ssn, queue, job, tasks: deque) -> bool:
     return more
 
 
-def _allocate_task(ssn, stmt, queue, job, task) -> None:
+def _allocate_task(
+    ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, task: TaskInfo
+) -> None:
     if task.status == TaskStatus.PIPELINED:
         if _continue_pipeline(ssn, stmt, task):
             return
@@ -104,21 +117,19 @@ def _allocate_task(ssn, stmt, queue, job, task) -> None:
     if task.best_effort:
         return  # best-effort tasks are the backfill action's
     if task.sch_gated and not has_only_volcano_scheduling_gate(task.pod):
-        gates = ", ".join(scheduling_gates(task.pod))
-        ssn.wait(task, f"waiting for scheduling gates to be removed: {gates}")
+        ssn.wait(task, _gated(task))
         return
     refusal = ssn.allocatable(queue, task)
-    if refusal:
+    if not refusal.ok:
         job.nodes_fit_errors[task.uid] = refusal
         ssn.wait(task, refusal)
         return
     if task.sch_gated:
         if not has_queue_allocation_gate_annotation(task.pod):
-            ssn.wait(
-                task, f"waiting for scheduling gates to be removed: {scheduling_gates(task.pod)[0]}"
-            )
+            ssn.wait(task, _gated(task))
             return
-        ssn.writer.remove_gate(task)  # queue capacity is there: let the pod be seen (seed 000)
+        # The queue has room: let the pod be seen (gate-controlled scheduling design).
+        ssn.writer.remove_gate(task)
         task.sch_gated = False
     previous = task.last_transaction.nominated_node_name if task.last_transaction else ""
     node, pipelined = _select_node(ssn, job, task, prefer=ssn.nodes.get(previous))
@@ -130,10 +141,15 @@ def _allocate_task(ssn, stmt, queue, job, task) -> None:
         stmt.allocate(task, node)
 
 
-def _continue_pipeline(ssn, stmt, task) -> bool:
+def _gated(task: TaskInfo) -> Status:
+    gates = ", ".join(scheduling_gates(task.pod))
+    return Status(Code.GATED, "allocate", f"waiting for scheduling gates to be removed: {gates}")
+
+
+def _continue_pipeline(ssn: Session, stmt: Statement, task: TaskInfo) -> bool:
     """The nominated-node fast path: if the node's future idle still holds the task, allocate
     it there when the resources are free now, else leave it pipelined there. Plain FutureIdle:
-    the task's own reservation counts against it, never added back (seed 002, problem 2)."""
+    the task's own reservation counts against it, never added back (problem 2)."""
     node = ssn.nodes.get(task.nominated_node_name)
     if node is None or task.node_name != node.name:
         return False
@@ -145,11 +161,14 @@ def _continue_pipeline(ssn, stmt, task) -> bool:
         stmt.allocate(task, node)  # Pipelined -> Allocated on the same node
     else:
         stmt.pipeline(task, node)  # already there: a no-op, no duplicate event
-        ssn.wait(task, f"pipelined on {node.name} until resources are released there")
+        message = f"pipelined on {node.name} until resources are released there"
+        ssn.wait(task, Status(Code.PIPELINED, "allocate", message))
     return True
 
 
-def _select_node(ssn, job, task, prefer=None):
+def _select_node(
+    ssn: Session, job: JobInfo, task: TaskInfo, prefer: NodeInfo | None = None
+) -> tuple[NodeInfo | None, bool]:
     """Volcano's allocate predicate: a node must hold the task in its future idle (idle +
     releasing - pipelined), so nothing takes room promised to a pipelined task. Among those,
     nodes with room now get an allocation, the others a pipeline. The node the task was last
@@ -171,17 +190,20 @@ def _select_node(ssn, job, task, prefer=None):
             return ssn.node_list[best], pipelined
     reasons = ssn.predicate_reasons(task, mask)
     reasons.update(resource_reasons(matrix, vec, mask))
-    message = fit_error_message(len(ssn.node_list), reasons)
-    job.nodes_fit_errors[task.uid] = message
-    ssn.wait(task, message)
+    status = Status(
+        Code.UNSCHEDULABLE, "predicates", fit_error_message(len(ssn.node_list), reasons)
+    )
+    job.nodes_fit_errors[task.uid] = status
+    ssn.wait(task, status)
     return None, False
 
 
-def _explain_gang(ssn, job, placed) -> None:
+def _explain_gang(ssn: Session, job: JobInfo, placed: list[TaskInfo]) -> None:
     ready = job.ready_task_num()
     message = (
         f"gang of {job.min_available} not ready: {ready} running or allocated, "
         f"{len(placed)} more could be placed this cycle"
     )
+    status = Status(Code.GANG, "gang", message)
     for task in placed:
-        ssn.wait(task, message)
+        ssn.wait(task, status)

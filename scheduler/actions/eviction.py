@@ -3,16 +3,23 @@ for a waiting task, evict just enough of them, and pipeline the task onto that n
 
 The evicted pods release their resources over their termination grace period; until then
 the node's future idle (idle + releasing - pipelined) is what the pipelined task holds, and
-the decision persists across cycles through the cache (seed 002).
+the decision persists across cycles through the cache (Volcano's pipeline cache persistence
+design).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
+from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import PREEMPTABLE
+from scheduler.api.node_info import NodeInfo
 from scheduler.api.resource import Resource
 from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.framework.session import Session
+from scheduler.framework.statement import Statement
 
 VictimFilter = Callable[[TaskInfo], bool]
 Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
@@ -32,7 +39,7 @@ def may_preempt(task: TaskInfo) -> bool:
     return (task.pod.get("spec") or {}).get("preemptionPolicy") != "Never"
 
 
-def candidates_on(node, keep: VictimFilter) -> list[TaskInfo]:
+def candidates_on(node: NodeInfo, keep: VictimFilter) -> list[TaskInfo]:
     return [
         t
         for t in node.tasks.values()
@@ -41,8 +48,8 @@ def candidates_on(node, keep: VictimFilter) -> list[TaskInfo]:
 
 
 def evict_for(
-    ssn, stmt, task: TaskInfo, keep: VictimFilter, victims_of: Victims, why: str, *,
-    queue_has_room: bool,
+    ssn: Session, stmt: Statement, task: TaskInfo, keep: VictimFilter, victims_of: Victims,
+    why: str, *, queue_has_room: bool,
 ) -> bool:  # fmt: skip
     """Make room for ``task`` on the first suitable node and pipeline it there.
 
@@ -63,7 +70,7 @@ def evict_for(
         # or a gang-mate left space): no eviction needed.
         stmt.pipeline(task, ssn.node_list[int(room.argmax())])
         return True
-    scores = ssn.node_scores(task, vec) if ssn.node_score_fns else [0.0] * len(ssn.node_list)
+    scores = ssn.node_scores(task, vec) if ssn.node_score_fns else np.zeros(len(ssn.node_list))
     order = sorted((i for i in range(len(ssn.node_list)) if mask[i]), key=lambda i: -scores[i])
     for i in order:
         node = ssn.node_list[i]
@@ -86,9 +93,9 @@ def evict_for(
     return False
 
 
-def starving_jobs_by_queue(ssn) -> dict[str, list]:
+def starving_jobs_by_queue(ssn: Session) -> dict[str, list[JobInfo]]:
     """Admitted jobs that still need resources, with their pending tasks, by queue."""
-    out: dict[str, list] = {}
+    out: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
         if job.is_pending() or not ssn.job_starving(job):
             continue
@@ -97,12 +104,12 @@ def starving_jobs_by_queue(ssn) -> dict[str, list]:
     return out
 
 
-def pending_tasks(ssn, job) -> list[TaskInfo]:
+def pending_tasks(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     """The job's pending tasks that may evict for room (ungated, not best-effort), in order."""
     return sorted(filter(_may_take_room, job.pending_tasks()), key=ssn.task_order_key)
 
 
-def commit_if_pipelined(ssn, stmt, job) -> None:
+def commit_if_pipelined(ssn: Session, stmt: Statement, job: JobInfo) -> None:
     """A job's evictions stand only if it ends up pipelined (gang: ready + pipelined reach
     minAvailable); otherwise nothing is evicted for it."""
     if ssn.job_pipelined(job):

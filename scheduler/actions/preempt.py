@@ -14,20 +14,23 @@ from scheduler.actions.eviction import (
     pending_tasks,
     starving_jobs_by_queue,
 )
+from scheduler.api.job_info import JobInfo
+from scheduler.api.task_info import TaskInfo
+from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
 
-def execute(ssn) -> None:
+def execute(ssn: Session) -> None:
     by_queue = starving_jobs_by_queue(ssn)
     for name in sorted(by_queue, key=lambda q: ssn.queue_order_key(ssn.queues[q])):
         for job in sorted(by_queue[name], key=ssn.job_order_key):
             _preempt_for(ssn, job)
 
 
-def _preempt_for(ssn, job) -> None:
+def _preempt_for(ssn: Session, job: JobInfo) -> None:
     stmt = Statement(ssn)
 
-    def same_queue_other_job(task) -> bool:
+    def same_queue_other_job(task: TaskInfo) -> bool:
         other = ssn.jobs.get(task.job_id)
         return other is not None and other.queue == job.queue and other.uid != job.uid
 
@@ -35,7 +38,7 @@ def _preempt_for(ssn, job) -> None:
         if not ssn.job_starving(job):
             break
         if may_preempt(task):
-            room = ssn.allocatable(ssn.queues[job.queue], task) is None
+            room = ssn.allocatable(ssn.queues[job.queue], task).ok
             evict_for(ssn, stmt, task, same_queue_other_job, ssn.preemptable, "preempted for",
                       queue_has_room=room)  # fmt: skip
     commit_if_pipelined(ssn, stmt, job)

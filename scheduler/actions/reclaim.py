@@ -16,10 +16,15 @@ from scheduler.actions.eviction import (
     pending_tasks,
     starving_jobs_by_queue,
 )
+from scheduler.api.job_info import JobInfo
+from scheduler.api.queue_info import QueueInfo
+from scheduler.api.status import Status
+from scheduler.api.task_info import TaskInfo
+from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
 
-def execute(ssn) -> None:
+def execute(ssn: Session) -> None:
     by_queue = starving_jobs_by_queue(ssn)
     for name in sorted(by_queue, key=lambda q: ssn.queue_order_key(ssn.queues[q])):
         queue = ssn.queues[name]
@@ -29,10 +34,10 @@ def execute(ssn) -> None:
             _reclaim_for(ssn, queue, job)
 
 
-def _reclaim_for(ssn, queue, job) -> None:
+def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
     stmt = Statement(ssn)
 
-    def other_reclaimable_queue(task) -> bool:
+    def other_reclaimable_queue(task: TaskInfo) -> bool:
         other = ssn.jobs.get(task.job_id)
         if other is None or other.queue == queue.name:
             return False
@@ -42,9 +47,11 @@ def _reclaim_for(ssn, queue, job) -> None:
     for task in pending_tasks(ssn, job):
         if not ssn.job_starving(job):
             break
-        refusal = ssn.preemptive(queue, task) or ssn.allocatable(queue, task)
-        if refusal:
-            ssn.wait(task, f"cannot reclaim: {refusal}")
+        refusal = ssn.preemptive(queue, task)
+        if refusal.ok:
+            refusal = ssn.allocatable(queue, task)
+        if not refusal.ok:
+            ssn.wait(task, Status(refusal.code, refusal.plugin, f"cannot reclaim: {refusal}"))
             continue
         if may_preempt(task):
             evict_for(ssn, stmt, task, other_reclaimable_queue, ssn.reclaimable, "reclaimed for",

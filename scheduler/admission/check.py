@@ -19,21 +19,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate_workload
 from scheduler.admission.monitor import Snapshot
+from scheduler.api.report import CheckState
 
 CHECK_NAME = "ReduceFalseAdmissions"  # the seed's admission check name
 CONDITION_TYPE = "NodeCapacityAvailable"
 DEFAULT_RETRY_AFTER_S = 60.0
-
-
-class CheckState(StrEnum):
-    PENDING = "Pending"
-    READY = "Ready"
-    RETRY = "Retry"
 
 
 _CONDITION_STATUS = {
@@ -127,7 +121,9 @@ class AdmissionChecker:
         for uid in [u for u in self._results if u not in uids]:
             del self._results[uid]
 
-    def _decide(self, pods, snapshot: Snapshot | None, now: datetime) -> CheckResult:
+    def _decide(
+        self, pods: Sequence[Mapping[str, Any]], snapshot: Snapshot | None, now: datetime
+    ) -> CheckResult:
         if snapshot is None:
             text = "waiting for the first node-capacity snapshot"
             return CheckResult(CheckState.PENDING, "WaitingForSnapshot", text, now)

@@ -1,5 +1,5 @@
 """The node-capacity check as the scheduler sees it: a long-lived ``Admission`` and, per cycle,
-an ``AdmissionContext`` that the loop sets on the Session as ``ssn.admission``.
+an ``AdmissionContext`` that the loop hands to the check's plugin.
 
 ``Admission`` lives as long as the SchedulerService: it holds the checker (whose Retry state
 must survive between cycles), the snapshot source, the node groups and the risk cache. Each
@@ -34,7 +34,6 @@ class AdmissionContext:
     risk_cache: dict = field(default_factory=dict)  # podgroup uid -> (key, WorkloadRisk)
     request_snapshot: Callable[[], None] = lambda: None
     results: dict[str, CheckResult] = field(default_factory=dict)  # this cycle's checks
-    queue_refused: set[str] = field(default_factory=set)  # podgroup uids the queue refused
 
 
 class Admission:

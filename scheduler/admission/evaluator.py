@@ -157,7 +157,12 @@ def capacity_matrix(snapshot: Snapshot, resources: Sequence[str]) -> np.ndarray:
     return matrix
 
 
-def _packing(snapshot, demands, signatures, resources) -> Packing:
+def _packing(
+    snapshot: Snapshot,
+    demands: Sequence[Mapping[str, int]],
+    signatures: Sequence[Any],
+    resources: Sequence[str],
+) -> Packing:
     classes: dict[Any, int] = {}
     pod_class = np.array([classes.setdefault(s, len(classes)) for s in signatures], dtype=np.int64)
     masks = np.array([node_mask(snapshot, s) for s in classes], dtype=bool)
@@ -166,16 +171,28 @@ def _packing(snapshot, demands, signatures, resources) -> Packing:
     return Packing(demand, capacity_matrix(snapshot, resources), masks, pod_class)
 
 
-def _explain_cannot_fit(packing, method, pods, keys, snapshot, resources, signatures, states):
+def _explain_cannot_fit(
+    packing: Packing,
+    method: str,
+    pods: Sequence[Any],
+    keys: Sequence[str],
+    snapshot: Snapshot,
+    resources: Sequence[str],
+    signatures: Sequence[Any],
+    states: int,
+) -> str:
     if method == "largest-pod":
         pod = pod_without_node(packing)
-        return _explain_pod(packing, pod, keys[pod], snapshot, resources, signatures[pod])
+        if pod is not None:
+            return _explain_pod(packing, pod, keys[pod], snapshot, resources, signatures[pod])
     if method == "exact":
         return (
             f"no placement of the {len(pods)} pods exists: each fits some node alone, but an "
             f"exhaustive search ({states} states) found no way to place them together"
         )
     found = overload(packing)
+    if found is None:
+        return f"no placement of the {len(pods)} pods was found"
     suitable = int(found.nodes.sum())
     if found.kind == "total":
         name = resources[found.resource]
@@ -189,7 +206,14 @@ def _explain_cannot_fit(packing, method, pods, keys, snapshot, resources, signat
     )
 
 
-def _explain_pod(packing, pod, key, snapshot, resources, signature) -> str:
+def _explain_pod(
+    packing: Packing,
+    pod: int,
+    key: str,
+    snapshot: Snapshot,
+    resources: Sequence[str],
+    signature: Any,
+) -> str:
     total = len(snapshot.nodes)
     mask = packing.masks[packing.pod_class[pod]]
     if not mask.any():

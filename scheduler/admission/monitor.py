@@ -230,5 +230,7 @@ def build_snapshot(
     for pod in pods:
         if _occupies_node(pod) and qos_class(pod) == GUARANTEED:
             by_node.setdefault(pod["spec"]["nodeName"], []).append(pod)
-    usages = [node_usage(n, by_node.get((n.get("metadata") or {}).get("name"), [])) for n in nodes]
+    usages = [
+        node_usage(n, by_node.get((n.get("metadata") or {}).get("name") or "", [])) for n in nodes
+    ]
     return Snapshot(now, usages)

@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from scheduler.api.helpers import has_queue_allocation_gate_annotation
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
@@ -41,7 +42,7 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _require(mapping: object, key: str, path: str, kind: type) -> object:
+def _require(mapping: object, key: str, path: str, kind: type) -> Any:
     if not isinstance(mapping, dict) or not isinstance(mapping.get(key), kind):
         field = f"{path}.{key}" if path else key
         raise ReviewError(f"AdmissionReview: {field} must be {kind.__name__}")

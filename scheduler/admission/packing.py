@@ -79,7 +79,10 @@ class Overload:
 
 def _pod_groups(packing: Packing) -> list[list[int]]:
     """Each suitability class on its own, then all pods together when classes differ."""
-    groups = [list(np.flatnonzero(packing.pod_class == k)) for k in np.unique(packing.pod_class)]
+    groups = [
+        [int(i) for i in np.flatnonzero(packing.pod_class == k)]
+        for k in np.unique(packing.pod_class)
+    ]
     return groups + [list(range(len(packing.demand)))] if len(groups) > 1 else groups
 
 

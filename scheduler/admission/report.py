@@ -10,13 +10,14 @@ and is assessed in a later cycle.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from scheduler.admission.check import CONDITION_TYPE, CheckState
+from scheduler.admission.check import CONDITION_TYPE
 from scheduler.admission.context import AdmissionContext
-from scheduler.admission.enqueue_check import workload_uid
 from scheduler.admission.risk import assess_risk
 from scheduler.api.job_info import PG_INQUEUE, PG_PENDING, JobInfo
+from scheduler.api.report import CheckState, WorkloadRisk
 from scheduler.api.task_info import TaskStatus
 
 DEFAULT_REPORT_BUDGET_S = 0.5
@@ -27,29 +28,22 @@ _CONDITION_STATE = {
 }
 
 
-@dataclass
-class WorkloadRisk:
-    namespace: str
-    name: str
-    uid: str
-    queue: str
-    phase: str
-    risk: str  # a RiskClass value
-    explanation: str
-    check_state: str  # "Pending" / "Ready" / "Retry", or "" when the check did not run
-    certain: bool
-    pod_uids: list[str] = field(default_factory=list)  # to find a waiting pod's workload
+def workload_uid(job: JobInfo) -> str:
+    """The PodGroup's uid; a pod without a PodGroup is tracked by its job id."""
+    if job.podgroup is None:
+        return job.uid
+    return (job.podgroup.get("metadata") or {}).get("uid") or job.uid
 
 
 def workload_risks(
-    ssn, ctx: AdmissionContext, *, budget_s: float = DEFAULT_REPORT_BUDGET_S
+    jobs: Iterable[JobInfo], ctx: AdmissionContext, *, budget_s: float = DEFAULT_REPORT_BUDGET_S
 ) -> list[WorkloadRisk]:
     """Risks for the session's workloads; empty without a snapshot."""
     if ctx.snapshot is None:
         return []
     deadline = time.perf_counter() + budget_s
     out, seen = [], set()
-    for job in sorted(ssn.jobs.values(), key=lambda j: (j.namespace, j.name)):
+    for job in sorted(jobs, key=lambda j: (j.namespace, j.name)):
         if not _at_risk(job):
             continue
         uid = workload_uid(job)
@@ -68,28 +62,34 @@ def _at_risk(job: JobInfo) -> bool:
     return job.phase == PG_INQUEUE and job.count(TaskStatus.RUNNING) < len(job.tasks)
 
 
-def _cached_or_assessed(ctx: AdmissionContext, job: JobInfo, uid: str, may_evaluate: bool):
-    queue_has_room = uid not in ctx.queue_refused
+def _cached_or_assessed(
+    ctx: AdmissionContext, job: JobInfo, uid: str, may_evaluate: bool
+) -> WorkloadRisk | None:
+    # The queue refused it this cycle: it waits for its queue, whatever the nodes hold.
+    queue_has_room = not (job.job_fit_error is not None and job.job_fit_error.queue_limited)
+    snapshot = ctx.snapshot
+    if snapshot is None:
+        return None
     versions = tuple(sorted((t.uid, _version(t.pod)) for t in job.tasks.values()))
-    key = (versions, ctx.snapshot.last_check, queue_has_room)
+    key = (versions, snapshot.last_check, queue_has_room)
     cached = ctx.risk_cache.get(uid)
     if cached is not None and (cached[0] == key or not may_evaluate):
         return _with_current_state(cached[1], ctx, job, uid)
     if not may_evaluate:
         return None
     pods = [t.pod for t in job.tasks.values()]
-    risk = assess_risk(
-        pods, ctx.snapshot, node_groups=ctx.node_groups, queue_has_room=queue_has_room
-    )
+    risk = assess_risk(pods, snapshot, node_groups=ctx.node_groups, queue_has_room=queue_has_room)
     entry = WorkloadRisk(
-        job.namespace, job.name, uid, job.queue, job.phase, risk.risk.value,
-        risk.explanation, "", risk.certain, sorted(job.tasks),
+        job.namespace, job.name, uid, job.queue, job.phase, risk.risk,
+        risk.explanation, None, risk.certain, sorted(job.tasks),
     )  # fmt: skip
     ctx.risk_cache[uid] = (key, entry)
     return _with_current_state(entry, ctx, job, uid)
 
 
-def _with_current_state(entry: WorkloadRisk, ctx: AdmissionContext, job: JobInfo, uid: str):
+def _with_current_state(
+    entry: WorkloadRisk, ctx: AdmissionContext, job: JobInfo, uid: str
+) -> WorkloadRisk:
     """The cached figure with this cycle's phase and check state (they change without pods)."""
     return WorkloadRisk(
         entry.namespace, entry.name, entry.uid, entry.queue, job.phase, entry.risk,
@@ -97,16 +97,16 @@ def _with_current_state(entry: WorkloadRisk, ctx: AdmissionContext, job: JobInfo
     )  # fmt: skip
 
 
-def _check_state(ctx: AdmissionContext, job: JobInfo, uid: str) -> str:
+def _check_state(ctx: AdmissionContext, job: JobInfo, uid: str) -> CheckState | None:
     """This cycle's check, else the one remembered, else the PodGroup's condition."""
     result = ctx.results.get(uid) or ctx.checker.state_of(uid)
     if result is not None:
-        return result.state.value
+        return result.state
     for condition in ((job.podgroup or {}).get("status") or {}).get("conditions") or []:
         if condition.get("type") == CONDITION_TYPE:
-            return str(_CONDITION_STATE.get(condition.get("status"), ""))
-    return ""
+            return _CONDITION_STATE.get(condition.get("status"))
+    return None
 
 
-def _version(pod) -> str:
+def _version(pod: Mapping[str, Any]) -> str:
     return (pod.get("metadata") or {}).get("resourceVersion") or ""

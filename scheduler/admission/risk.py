@@ -14,19 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate
 from scheduler.admission.monitor import Snapshot
 from scheduler.admission.node_groups import NodeGroup
-
-
-class RiskClass(StrEnum):
-    FITS_NOW = "fits_now"
-    FITS_AFTER_SCALE_UP = "fits_after_scale_up"
-    FITS_NO_NODE_SHAPE = "fits_no_node_shape"
-    WAITING_FOR_QUEUE = "waiting_for_queue"
+from scheduler.api.report import RiskClass
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def uid_of(obj: Mapping[str, Any], kind: str) -> str:
     return m.get("uid") or f"{m.get('namespace', '')}/{require_name(obj, kind)}"
 
 
-def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return meta(obj).get("annotations") or {}
 
 
@@ -51,7 +51,7 @@ def scheduling_gates(pod: Mapping[str, Any]) -> list[str]:
 
 def has_queue_allocation_gate_annotation(pod: Mapping[str, Any]) -> bool:
     """The pod opted in to gate-controlled scheduling (seed 000)."""
-    return annotations(pod).get(QUEUE_ALLOCATION_GATE) == "true"
+    return annotations_of(pod).get(QUEUE_ALLOCATION_GATE) == "true"
 
 
 def has_only_volcano_scheduling_gate(pod: Mapping[str, Any]) -> bool:

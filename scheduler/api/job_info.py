@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.helpers import (
-    annotations,
+    annotations_of,
     as_int,
     describe,
     has_only_volcano_scheduling_gate,
@@ -16,6 +16,7 @@ from scheduler.api.helpers import (
 from scheduler.api.labels import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
 from scheduler.api.quantity import parse_resource_list
 from scheduler.api.resource import Resource
+from scheduler.api.status import Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, allocated_status
 
 PG_PENDING, PG_INQUEUE, PG_RUNNING = "Pending", "Inqueue", "Running"
@@ -42,8 +43,8 @@ class JobInfo:
         self.index: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
         self._ready = self._pipelined = self._valid = 0  # kept in step with the index: hot path
-        self.nodes_fit_errors: dict[str, str] = {}  # task uid -> why it fit nowhere
-        self.job_fit_error = ""
+        self.nodes_fit_errors: dict[str, Status] = {}  # task uid -> why it was not placed
+        self.job_fit_error: Status | None = None  # why the job was not admitted
         self.is_synthetic = False
         self.priority_from_tasks = False
 
@@ -76,7 +77,7 @@ class JobInfo:
     def synthetic(cls, task: TaskInfo) -> JobInfo:
         """A pod without a PodGroup: a gang of one, admitted by its own request."""
         job = cls(task.job_id, task.namespace, task.name)
-        job.queue = annotations(task.pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
+        job.queue = annotations_of(task.pod).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
         job.min_resources = task.resreq.clone()
         job.priority = task.priority
         job.creation = task.creation
@@ -92,7 +93,7 @@ class JobInfo:
         for task in job.tasks.values():
             job.index.setdefault(task.status, {})[task.uid] = task
         job.allocated = self.allocated.clone()
-        job.nodes_fit_errors, job.job_fit_error = {}, ""
+        job.nodes_fit_errors, job.job_fit_error = {}, None
         if job.is_synthetic:
             # A pod pipelined by an earlier cycle was admitted then: it stays admitted.
             admitted = PG_INQUEUE if job.pipelined_num() else PG_PENDING

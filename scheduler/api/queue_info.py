@@ -13,6 +13,10 @@ from scheduler.api.quantity import CPU, MEMORY, parse_resource_list
 from scheduler.api.resource import Resource
 
 
+class QueueCycleError(ValueError):
+    """``spec.parent`` would close a cycle in the queue hierarchy."""
+
+
 class QueueInfo:
     def __init__(self, queue: Mapping[str, Any]) -> None:
         obj = describe(queue, "queue")
@@ -61,3 +65,19 @@ def _non_positive(value: Any) -> bool:
         return parse_quantity_raw(value) <= 0
     except (ValueError, TypeError, ArithmeticError):
         return False  # let parse_resource_list report it with the field name
+
+
+def queue_problem(name: str, queues: dict[str, QueueInfo]) -> str | None:
+    """Why ``name`` cannot be placed in the tree (a cycle or a missing ancestor), else None."""
+    seen = [name]
+    current = name
+    while current != ROOT_QUEUE:
+        parent = queues[current].parent or ROOT_QUEUE
+        if parent in seen:
+            path = " -> ".join([*seen, parent])
+            return f"queue {name}: spec.parent forms a cycle: {path}"
+        if parent not in queues:
+            return f"queue {current}: spec.parent: queue {parent!r} does not exist"
+        seen.append(parent)
+        current = parent
+    return None

@@ -71,7 +71,7 @@ class Status:
         if not isinstance(data, dict):
             return cls(Code.NOT_CONSIDERED, "", str(data or ""))
         try:
-            code = Code(data.get("code"))
+            code = Code(str(data.get("code")))
         except ValueError:
             code = Code.NOT_CONSIDERED
         return cls(code, str(data.get("plugin") or ""), str(data.get("message") or ""))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.helpers import (
-    annotations,
+    annotations_of,
     as_int,
     describe,
     meta,
@@ -19,6 +19,7 @@ from scheduler.api.helpers import (
 from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from scheduler.api.node_matching import pod_constraints
 from scheduler.api.quantity import PODS, parse_resource_list
+from scheduler.api.report import PodState
 from scheduler.api.resource import Resource, res_max
 
 
@@ -55,6 +56,26 @@ class TransactionContext:
 
     def clone(self) -> TransactionContext:
         return TransactionContext(self.node_name, self.nominated_node_name, self.status)
+
+
+_POD_STATES = {
+    TaskStatus.PIPELINED: PodState.PIPELINED,
+    TaskStatus.ALLOCATED: PodState.BINDING,
+    TaskStatus.BINDING: PodState.BINDING,
+    TaskStatus.BOUND: PodState.RUNNING,
+    TaskStatus.RUNNING: PodState.RUNNING,
+    TaskStatus.RELEASING: PodState.TERMINATING,
+    TaskStatus.SUCCEEDED: PodState.SUCCEEDED,
+    TaskStatus.FAILED: PodState.FAILED,
+}
+
+
+def pod_state_of(task: TaskInfo) -> PodState:
+    """The pod's state in the report's vocabulary; a pending pod is gated or waiting (whether
+    it is unschedulable is decided by why it waits, after the cycle)."""
+    if task.status == TaskStatus.PENDING or task.status == TaskStatus.UNKNOWN:
+        return PodState.GATED if task.sch_gated else PodState.WAITING
+    return _POD_STATES[task.status]
 
 
 def pod_status(pod: Mapping[str, Any]) -> TaskStatus:
@@ -111,7 +132,7 @@ class TaskInfo:
         self.namespace = meta(pod).get("namespace") or "default"
         self.uid = uid_of(pod, "pod")
         self.pod = pod
-        group = annotations(pod).get(GROUP_NAME_ANNOTATION)
+        group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
         self.job_id = f"{self.namespace}/{group}" if group else f"{self.namespace}/pod:{self.uid}"
         self.status = pod_status(pod)
         self.resreq, self.init_resreq = pod_requests(pod, obj)

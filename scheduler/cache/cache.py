@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.helpers import (
-    annotations,
+    annotations_of,
     describe,
     has_only_volcano_scheduling_gate,
     has_queue_allocation_gate_annotation,
@@ -22,10 +22,10 @@ from scheduler.api.helpers import (
 from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, ROOT_QUEUE
 from scheduler.api.node_info import NodeInfo
-from scheduler.api.queue_info import QueueInfo
+from scheduler.api.queue_info import QueueCycleError, QueueInfo, queue_problem
+from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext, allocated_status
 from scheduler.cache.client import ClusterClient
-from scheduler.plugins.queue_tree import QueueCycleError, queue_problem
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +35,11 @@ UNGATE_CONFIRM_TIMEOUT = 30.0  # seconds to wait for the watch to show a removed
 
 
 @dataclass
-class Snapshot:
+class ClusterSnapshot:
     jobs: dict[str, JobInfo]
     nodes: dict[str, NodeInfo]  # sorted by name, so node order is deterministic
     queues: dict[str, QueueInfo]
-    skipped: dict[str, str] = field(default_factory=dict)  # job uid -> why it is not scheduled
+    skipped: dict[str, Status] = field(default_factory=dict)  # job uid -> why not scheduled
     skipped_jobs: dict[str, JobInfo] = field(default_factory=dict)
     # Gate reservations' start times (uid -> time, or None once expired), shared with the
     # cache so they outlive the cycle: the capacity plugin keeps it.
@@ -120,7 +120,7 @@ class SchedulerCache:
     def _job_for(self, task: TaskInfo) -> JobInfo:
         job = self._jobs.get(task.job_id)
         if job is None:
-            if GROUP_NAME_ANNOTATION in annotations(task.pod):
+            if GROUP_NAME_ANNOTATION in annotations_of(task.pod):
                 job = JobInfo(task.job_id, task.namespace, task.job_id.split("/", 1)[1])
             else:
                 job = JobInfo.synthetic(task)
@@ -154,7 +154,7 @@ class SchedulerCache:
 
     def delete_node(self, node: Obj) -> None:
         with self._lock:
-            self._nodes.pop(meta(node).get("name"), None)
+            self._nodes.pop(meta(node).get("name") or "", None)
 
     # --- queues and podgroups --------------------------------------------------------------
 
@@ -173,7 +173,7 @@ class SchedulerCache:
 
     def delete_queue(self, queue: Obj) -> None:
         with self._lock:
-            self._queues.pop(meta(queue).get("name"), None)
+            self._queues.pop(meta(queue).get("name") or "", None)
 
     def add_podgroup(self, podgroup: Obj) -> None:
         with self._lock:
@@ -195,13 +195,13 @@ class SchedulerCache:
 
     # --- snapshot --------------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self) -> ClusterSnapshot:
         """Clone jobs, tasks and nodes; the pod dicts are shared, as in Volcano."""
         with self._lock:
             queues = dict(self._queues)
             for name in (ROOT_QUEUE, DEFAULT_QUEUE):
                 queues.setdefault(name, QueueInfo.implicit(name))
-            snap = Snapshot({}, {}, queues, reservations=self._reservations)
+            snap = ClusterSnapshot({}, {}, queues, reservations=self._reservations)
             lapsed = time.monotonic() - self.ungate_confirm_timeout
             for uid in [u for u, at in self._ungated.items() if at < lapsed]:
                 del self._ungated[uid]
@@ -211,12 +211,12 @@ class SchedulerCache:
                 self._snapshot_job(self._jobs[uid], snap)
             return snap
 
-    def _snapshot_job(self, job: JobInfo, snap: Snapshot) -> None:
+    def _snapshot_job(self, job: JobInfo, snap: ClusterSnapshot) -> None:
         reason = None
         if job.podgroup is None and not job.is_synthetic:
-            reason = f"podgroup {job.uid} does not exist"
+            reason = Status(Code.INVALID_OBJECT, "cache", f"podgroup {job.uid} does not exist")
         elif job.queue not in snap.queues:
-            reason = f"queue {job.queue} does not exist"
+            reason = Status(Code.QUEUE_INVALID, "cache", f"queue {job.queue} does not exist")
         if reason is not None:
             snap.skipped[job.uid] = reason
             snap.skipped_jobs[job.uid] = job.clone()
@@ -335,7 +335,7 @@ class SchedulerCache:
         if new_node is not None:
             new_node.add_task(cached)
 
-    def _write(self, call, what: str, uid: str) -> None:
+    def _write(self, call: Callable[[], None], what: str, uid: str) -> None:
         def run() -> None:
             try:
                 call()

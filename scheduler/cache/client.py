@@ -30,34 +30,37 @@ def _key(obj: Obj) -> str:
 class RecordingClusterClient:
     """A fake that records every call as ``(method, object key, *args)``; for tests.
 
-    ``fail_bind`` names pods (``ns/name``) whose bind raises, to exercise error paths.
+    ``fail`` holds ``(method, "ns/name")`` pairs whose call raises, to exercise error paths.
     """
 
     calls: list[tuple] = field(default_factory=list)
-    fail_bind: set[str] = field(default_factory=set)
+    fail: set[tuple[str, str]] = field(default_factory=set)
+
+    def _call(self, method: str, obj: Obj, *args: Any) -> None:
+        if (method, _key(obj)) in self.fail:
+            raise RuntimeError(f"{method} of {_key(obj)} refused")
+        self.calls.append((method, _key(obj), *args))
 
     def bind(self, pod: Obj, node_name: str) -> None:
-        if _key(pod) in self.fail_bind:
-            raise RuntimeError(f"bind of {_key(pod)} refused")
-        self.calls.append(("bind", _key(pod), node_name))
+        self._call("bind", pod, node_name)
 
     def evict(self, pod: Obj, reason: str) -> None:
-        self.calls.append(("evict", _key(pod), reason))
+        self._call("evict", pod, reason)
 
     def remove_scheduling_gate(self, pod: Obj) -> None:
-        self.calls.append(("remove_scheduling_gate", _key(pod)))
+        self._call("remove_scheduling_gate", pod)
 
     def patch_pod_condition(self, pod: Obj, condition: dict) -> None:
-        self.calls.append(("patch_pod_condition", _key(pod), condition))
+        self._call("patch_pod_condition", pod, condition)
 
     def patch_nominated_node(self, pod: Obj, node_name: str | None) -> None:
-        self.calls.append(("patch_nominated_node", _key(pod), node_name))
+        self._call("patch_nominated_node", pod, node_name)
 
     def patch_podgroup_status(self, podgroup: Obj, status: dict) -> None:
-        self.calls.append(("patch_podgroup_status", _key(podgroup), status))
+        self._call("patch_podgroup_status", podgroup, status)
 
     def record_event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
-        self.calls.append(("record_event", _key(obj), event_type, reason, message))
+        self._call("record_event", obj, event_type, reason, message)
 
     def of(self, method: str) -> list[tuple]:
         return [c for c in self.calls if c[0] == method]

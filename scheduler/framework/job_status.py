@@ -8,26 +8,30 @@ from datetime import UTC, datetime
 
 from scheduler.api.helpers import scheduling_gates
 from scheduler.api.job_info import PG_INQUEUE, PG_PENDING, PG_RUNNING, PG_UNKNOWN, JobInfo
+from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskStatus, allocated_status
+from scheduler.framework.session import Session
 
 UNSCHEDULABLE, SCHEDULED = "Unschedulable", "Scheduled"
 NOT_ENOUGH_RESOURCES, SCHEDULING_GATED = "NotEnoughResources", "SchedulingGated"
+NOT_ENOUGH_TASKS = "NotEnoughTasks"  # the gang plugin's job_valid reason
 GANG_READY = "tasks in gang are ready to be scheduled"
 _WAITING = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
-def record_job_status(ssn) -> None:
+def record_job_status(ssn: Session) -> None:
     stamp = datetime.fromtimestamp(ssn.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for job in ssn.jobs.values():
         condition = _gang_condition(ssn, job, stamp)
         _update_podgroup(ssn, job, condition)
         _record_tasks(ssn, job, condition["message"])
-    for job, reason, message in ssn.invalid_jobs.values():
-        condition = _condition(UNSCHEDULABLE, reason, message, stamp)
+    for job, verdict in ssn.invalid_jobs.values():
+        reason = NOT_ENOUGH_TASKS if verdict.code is Code.GANG else verdict.code.value
+        condition = _condition(UNSCHEDULABLE, reason, verdict.message, stamp)
         _update_podgroup(ssn, job, condition)
         for task in job.pending_tasks():
-            ssn.wait(task, message)
-        _record_tasks(ssn, job, message)
+            ssn.wait(task, verdict)
+        _record_tasks(ssn, job, verdict.message)
 
 
 def _condition(kind: str, reason: str, message: str, stamp: str) -> dict:
@@ -35,7 +39,7 @@ def _condition(kind: str, reason: str, message: str, stamp: str) -> dict:
             "lastTransitionTime": stamp}  # fmt: skip
 
 
-def _gang_condition(ssn, job: JobInfo, stamp: str) -> dict:
+def _gang_condition(ssn: Session, job: JobInfo, stamp: str) -> dict:
     if ssn.job_ready(job):
         return _condition(SCHEDULED, GANG_READY, "", stamp)
     unready = max(job.min_available - job.ready_task_num(), 0)
@@ -56,10 +60,11 @@ def fit_error(job: JobInfo) -> str:
     counts = [f"{len(ts)} {status.value}" for status, ts in job.index.items() if ts]
     counts.append(f"{job.min_available} minAvailable")
     head = f"pod group is not ready, {', '.join(sorted(counts))}"
-    reasons = Counter(job.nodes_fit_errors.values())
+    reasons = Counter(status.message for status in job.nodes_fit_errors.values())
     detail = "; ".join(f"{n} task(s): {msg}" for msg, n in sorted(reasons.items()))
     if job.job_fit_error:  # the enqueue refusal comes first: it is why nothing was tried
-        detail = f"{job.job_fit_error}; {detail}" if detail else job.job_fit_error
+        refusal = job.job_fit_error.message
+        detail = f"{refusal}; {detail}" if detail else refusal
     return f"{head}; {detail}" if detail else head
 
 
@@ -74,7 +79,7 @@ def _phase(job: JobInfo, unschedulable: bool) -> str:
     return job.phase if job.phase == PG_INQUEUE else PG_PENDING
 
 
-def _update_podgroup(ssn, job: JobInfo, condition: dict) -> None:
+def _update_podgroup(ssn: Session, job: JobInfo, condition: dict) -> None:
     phase = _phase(job, condition["type"] == UNSCHEDULABLE)
     job.phase = phase
     if job.podgroup is None:
@@ -105,7 +110,7 @@ def _update_podgroup(ssn, job: JobInfo, condition: dict) -> None:
         ssn.writer.event(job.podgroup, "Normal", SCHEDULED, "pod group is ready")
 
 
-def _record_tasks(ssn, job: JobInfo, job_message: str) -> None:
+def _record_tasks(ssn: Session, job: JobInfo, job_message: str) -> None:
     """Ungated waiting tasks get PodScheduled=False/Unschedulable; gated ones keep theirs."""
     for status in _WAITING:
         for task in sorted(job.index.get(status, {}).values(), key=lambda t: (t.creation, t.uid)):
@@ -115,11 +120,13 @@ def _record_tasks(ssn, job: JobInfo, job_message: str) -> None:
                 continue
             if status == TaskStatus.ALLOCATED and task.uid not in ssn.waiting:
                 continue  # allocated and committed: it is binding
-            message = ssn.waiting.get(task.uid) or job_message
+            why = ssn.waiting.get(task.uid)
+            message = why.message if why else job_message
             if status == TaskStatus.PIPELINED:
                 node = task.transaction.nominated_node_name
                 message = f"Pod {task.namespace}/{task.name} can possibly be assigned to {node}, once resource is released"
-            ssn.waiting[task.uid] = message
+                why = Status(Code.PIPELINED, "allocate", message)
+            ssn.waiting[task.uid] = why or Status(Code.GANG, "gang", message)
             condition = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE,
                          "message": message}  # fmt: skip
             ssn.writer.pod_condition(task, condition)

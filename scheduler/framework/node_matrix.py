@@ -6,7 +6,7 @@ Python loop, which is what makes thousands of pods per second possible.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class NodeMatrix:
         self.safe_allocatable = np.where(self.allocatable > 0, self.allocatable, 1.0)
         self._vectors: dict[tuple, np.ndarray] = {}
 
-    def _matrix(self, resources) -> np.ndarray:
+    def _matrix(self, resources: Iterable[Resource]) -> np.ndarray:
         # Column-major: fit and score read a few resource columns across every node.
         m = np.zeros((len(self.nodes), len(self.dims)), dtype=np.float64, order="F")
         for i, res in enumerate(resources):
@@ -65,7 +65,7 @@ class NodeMatrix:
         """Bool per node: ``vec`` ≤ idle (or future idle), on the dimensions vec requests."""
         dims = np.flatnonzero(vec)
         avail = self.future if future else self.idle
-        return (avail[:, dims] >= vec[dims] - 0.1).all(axis=1)
+        return np.all(avail[:, dims] >= vec[dims] - 0.1, axis=1)
 
     def sync(self, node: NodeInfo) -> None:
         """Copy one NodeInfo's figures into its row, after the session changed the node."""

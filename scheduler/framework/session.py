@@ -1,96 +1,113 @@
 """Session: one scheduling cycle's view of the cluster, and the plugins' extension points.
 
-Plugins register callbacks in ``on_session_open``; tiers are flattened in configuration order,
-so for orderings the first plugin that tells two items apart decides, and ties fall back to
-creation time, then UID — the same rule as Volcano, and deterministic.
+A Session receives its plugin instances, tier by tier (the registry builds them from the
+configuration); each plugin registers callbacks in ``on_session_open``. Tiers are flattened in
+configuration order, so for orderings the first plugin that tells two items apart decides,
+and ties fall back to creation time, then UID — the same rule as Volcano, and deterministic.
+Every check answers with a ``Status``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scheduler.api.job_info import JobInfo
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
+from scheduler.api.status import SUCCESS, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext
-from scheduler.cache.cache import Snapshot
+from scheduler.cache.cache import ClusterSnapshot
 from scheduler.config import SchedulerConfig
 from scheduler.framework.node_matrix import NodeMatrix
 from scheduler.framework.writer import Writer
+from scheduler.plugins.base import Plugin
+from scheduler.plugins.queue_tree import QueueAttr
 
-Refusal = str | None  # None: allowed; otherwise why not, in words
+if TYPE_CHECKING:  # the statement works on a session: the same layer, typing only
+    from scheduler.framework.statement import Statement
+
+JobCheck = Callable[[JobInfo], Status]
+TaskCheck = Callable[[QueueInfo, TaskInfo], Status]
+VictimFilter = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+Mask = np.ndarray  # one bool per node of the session, in ``node_list`` order
 
 
 class Session:
-    def __init__(self, snapshot: Snapshot, config: SchedulerConfig, writer: Writer, now: float):
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        writer: Writer,
+        now: float,
+        tiers: Sequence[Sequence[Plugin]] = (),
+    ) -> None:
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.queues: dict[str, QueueInfo] = snapshot.queues
-        self.skipped: dict[str, str] = dict(snapshot.skipped)
+        self.skipped: dict[str, Status] = dict(snapshot.skipped)  # job uid -> why not scheduled
         self.skipped_jobs: dict[str, JobInfo] = snapshot.skipped_jobs
-        self.invalid_jobs: dict[str, tuple[JobInfo, str, str]] = {}  # uid -> (job, reason, msg)
+        self.invalid_jobs: dict[str, tuple[JobInfo, Status]] = {}  # failed a job_valid check
         self.config, self.writer, self.now = config, writer, now
         writer.persist_pipelines = config.pipeline_persistence
         writer.jobs = self.jobs
-        self.reservations = snapshot.reservations
+        # Gate reservations' start times, shared with the cache so they outlive the cycle.
+        self.reservations: dict[str, float | None] = snapshot.reservations
         self.notices: list[str] = []  # lines for the cycle report (e.g. expired reservations)
         extra = {
             k for j in self.jobs.values() for t in j.tasks.values() for k in t.init_resreq.values
         }
         self.matrix = NodeMatrix(list(self.nodes.values()), extra)
-        # Decisions persisted by earlier cycles (seed 002): task uid -> nominated node.
+        self.node_list: list[NodeInfo] = self.matrix.nodes
+        # Decisions persisted by earlier cycles (Volcano's pipeline cache persistence design):
+        # task uid -> nominated node.
         self.pipelined_at_open = {
             t.uid: t.node_name
             for j in self.jobs.values()
             for t in j.index.get(TaskStatus.PIPELINED, {}).values()
         }
-        self.node_list = self.matrix.nodes
-        self.waiting: dict[str, str] = {}  # task uid -> why it is still waiting
-        self.plugins: list[Any] = []
+        self.waiting: dict[str, Status] = {}  # task uid -> why it is still waiting
+        # The queue plugin's figures per queue (capability, deserved, allocated, share…).
+        self.queue_attrs: dict[str, QueueAttr] = {}
+        self.plugins: list[Plugin] = [plugin for tier in tiers for plugin in tier]
+        # Extension points, registered by the plugins in on_session_open.
         self.job_order_fns: list[Callable[[JobInfo], Any]] = []
         self.task_order_fns: list[Callable[[TaskInfo], Any]] = []
         self.queue_order_fns: list[Callable[[QueueInfo], Any]] = []
         self.job_ready_fns: list[Callable[[JobInfo], bool]] = []
         self.job_pipelined_fns: list[Callable[[JobInfo], bool]] = []
-        self.job_valid_fns: list[Callable[[JobInfo], tuple[str, str] | None]] = []
-        self.job_enqueueable_fns: list[Callable[[JobInfo], Refusal]] = []
+        self.job_valid_fns: list[JobCheck] = []
+        self.job_enqueueable_fns: list[JobCheck] = []
         self.job_enqueued_fns: list[Callable[[JobInfo], None]] = []
-        self.allocatable_fns: list[Callable[[QueueInfo, TaskInfo], Refusal]] = []
+        self.allocatable_fns: list[TaskCheck] = []
         self.overused_fns: list[Callable[[QueueInfo], bool]] = []
         # For preempt and reclaim: (preemptor, candidates) -> victims.
-        self.preemptable_fns: list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]] = []
-        self.reclaimable_fns: list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]] = []
-        self.preemptive_fns: list[Callable[[QueueInfo, TaskInfo], Refusal]] = []
-        self.predicate_fns: list[Callable[[TaskInfo], np.ndarray]] = []
-        self.predicate_reason_fns: list[Callable[[TaskInfo, np.ndarray], dict[str, int]]] = []
+        self.preemptable_fns: list[VictimFilter] = []
+        self.reclaimable_fns: list[VictimFilter] = []
+        self.preemptive_fns: list[TaskCheck] = []
+        self.predicate_fns: list[Callable[[TaskInfo], Mask]] = []
+        self.predicate_reason_fns: list[Callable[[TaskInfo, Mask], dict[str, int]]] = []
         self.node_score_fns: list[Callable[[TaskInfo, np.ndarray], np.ndarray]] = []
         self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
-        self.cleanup_reservations_fns: list[Callable[[Any], None]] = []
-        self.close_fns: list[Callable[[Session], None]] = []
+        self.cleanup_reservations_fns: list[Callable[[Statement], None]] = []
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
-        from scheduler.framework.registry import PLUGINS
-
-        for tier in self.config.tiers:
-            for option in tier:
-                plugin = PLUGINS[option.name](option.arguments)
-                plugin.on_session_open(self)
-                self.plugins.append(plugin)
+        for plugin in self.plugins:
+            plugin.on_session_open(self)
         for uid in list(self.jobs):
             verdict = self.job_valid(self.jobs[uid])
-            if verdict is not None:
-                self.invalid_jobs[uid] = (self.jobs.pop(uid), *verdict)
+            if not verdict.ok:
+                self.invalid_jobs[uid] = (self.jobs.pop(uid), verdict)
 
     def close(self) -> None:
         self._release_stale_pipelines()
-        for fn in self.close_fns:
-            fn(self)
+        for plugin in self.plugins:
+            plugin.on_session_close(self)
 
     def _release_stale_pipelines(self) -> None:
         """A task that came in Pipelined (a persisted decision) and leaves the cycle Pending
@@ -101,8 +118,9 @@ class Session:
             for task in job.index.get(TaskStatus.PENDING, {}).values():
                 node_name = self.pipelined_at_open.get(task.uid)
                 if node_name is not None:
-                    reason = self.waiting.get(task.uid) or "nominated node no longer fits"
-                    self.writer.unpipeline(task, node_name, reason)
+                    why = self.waiting.get(task.uid)
+                    message = why.message if why else "nominated node no longer fits"
+                    self.writer.unpipeline(task, node_name, message)
 
     # --- orderings -------------------------------------------------------------------------
 
@@ -123,47 +141,49 @@ class Session:
     def job_pipelined(self, job: JobInfo) -> bool:
         return all(fn(job) for fn in self.job_pipelined_fns)
 
-    def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
-        for fn in self.job_valid_fns:
-            verdict = fn(job)
-            if verdict is not None:
-                return verdict
-        return None
+    def job_valid(self, job: JobInfo) -> Status:
+        return _first_refusal(fn(job) for fn in self.job_valid_fns)
 
-    def job_enqueueable(self, job: JobInfo) -> Refusal:
-        for fn in self.job_enqueueable_fns:
-            refusal = fn(job)
-            if refusal:
-                return refusal
-        return None
+    def job_enqueueable(self, job: JobInfo) -> Status:
+        return _first_refusal(fn(job) for fn in self.job_enqueueable_fns)
 
     def job_enqueued(self, job: JobInfo) -> None:
         for fn in self.job_enqueued_fns:
             fn(job)
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal:
-        for fn in self.allocatable_fns:
-            refusal = fn(queue, task)
-            if refusal:
-                return refusal
-        return None
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
+        return _first_refusal(fn(queue, task) for fn in self.allocatable_fns)
 
     def overused(self, queue: QueueInfo) -> bool:
         return any(fn(queue) for fn in self.overused_fns)
 
-    def cleanup_reservations(self, statement: Any) -> None:
+    def cleanup_reservations(self, statement: Statement) -> None:
         for fn in self.cleanup_reservations_fns:
             fn(statement)
 
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
+        """May ``queue`` take resources from other queues for ``task``? (reclaim)"""
+        return _first_refusal(fn(queue, task) for fn in self.preemptive_fns)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """The job still needs resources: it is neither ready nor pipelined."""
+        return not self.job_ready(job) and not self.job_pipelined(job)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _victims(self.preemptable_fns, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return _victims(self.reclaimable_fns, reclaimer, candidates)
+
     # --- nodes -----------------------------------------------------------------------------
 
-    def predicate_mask(self, task: TaskInfo) -> np.ndarray:
+    def predicate_mask(self, task: TaskInfo) -> Mask:
         mask = self.matrix.ready.copy()
         for fn in self.predicate_fns:
             mask &= fn(task)
         return mask
 
-    def predicate_reasons(self, task: TaskInfo, mask: np.ndarray) -> dict[str, int]:
+    def predicate_reasons(self, task: TaskInfo, mask: Mask) -> dict[str, int]:
         reasons: dict[str, int] = {}
         not_ready = int((~self.matrix.ready).sum())
         if not_ready:
@@ -185,8 +205,8 @@ class Session:
         if task.status == TaskStatus.PIPELINED and task.node_name != node.name:
             self._unplace(task, task.node_name)  # moving a decision: release the old node
         if task.uid in node.tasks:
-            # Pipelined here before: re-account it in place, Pipelined -> Allocated (seed 002,
-            # problems 1 and 5), instead of failing on "task already on node".
+            # Pipelined here before: re-account it in place, Pipelined -> Allocated (pipeline
+            # cache persistence design, problems 1 and 5), not fail on "task already on node".
             node.remove_task(task)
             for handler in self.deallocate_handlers:
                 handler(task)
@@ -240,36 +260,25 @@ class Session:
         for handler in self.allocate_handlers:
             handler(task)
 
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self._victims(self.preemptable_fns, preemptor, candidates)
-
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self._victims(self.reclaimable_fns, reclaimer, candidates)
-
-    @staticmethod
-    def _victims(fns, task: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims every registered plugin agrees to (Volcano intersects the plugins' answers);
-        with no plugin registered, none."""
-        if not fns:
-            return []
-        chosen = None
-        for fn in fns:
-            allowed = {v.uid for v in fn(task, candidates)}
-            chosen = allowed if chosen is None else chosen & allowed
-        return [c for c in candidates if c.uid in chosen]
-
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Refusal:
-        """May ``queue`` take resources from other queues for ``task``? (reclaim)"""
-        for fn in self.preemptive_fns:
-            refusal = fn(queue, task)
-            if refusal:
-                return refusal
-        return None
-
-    def job_starving(self, job: JobInfo) -> bool:
-        """The job still needs resources: it is neither ready nor pipelined."""
-        return not self.job_ready(job) and not self.job_pipelined(job)
-
-    def wait(self, task: TaskInfo, reason: str) -> None:
+    def wait(self, task: TaskInfo, status: Status) -> None:
         """Remember why a task is still waiting (for the report and its pod condition)."""
-        self.waiting[task.uid] = reason
+        self.waiting[task.uid] = status
+
+
+def _first_refusal(statuses: Iterable[Status]) -> Status:
+    for status in statuses:
+        if not status.ok:
+            return status
+    return SUCCESS
+
+
+def _victims(fns: list[VictimFilter], task: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """Victims every registered plugin agrees to (Volcano intersects the plugins' answers);
+    with no plugin registered, none."""
+    if not fns:
+        return []
+    chosen: set[str] | None = None
+    for fn in fns:
+        allowed = {v.uid for v in fn(task, candidates)}
+        chosen = allowed if chosen is None else chosen & allowed
+    return [c for c in candidates if c.uid in (chosen or set())]

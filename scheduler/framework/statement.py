@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 from dataclasses import dataclass
 
 from scheduler.api.node_info import NodeInfo
-from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.api.report import PodState
+from scheduler.api.task_info import TaskInfo, TaskStatus, pod_state_of
 from scheduler.framework.session import Session
 
 log = logging.getLogger(__name__)
 
-ALLOCATE, PIPELINE, EVICT = "allocate", "pipeline", "evict"
+
+class Op(enum.Enum):
+    ALLOCATE = "allocate"
+    PIPELINE = "pipeline"
+    EVICT = "evict"
 
 
 @dataclass
 class Operation:
-    name: str
+    name: Op
     task: TaskInfo
     node_name: str
     reason: str = ""
-    previous: TaskStatus = TaskStatus.PENDING
+    previous: TaskStatus = TaskStatus.PENDING  # to undo: the task's status before
+    was: PodState = PodState.WAITING  # to report: the pod's state before
 
 
 class Statement:
@@ -29,17 +36,19 @@ class Statement:
         self.operations: list[Operation] = []
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
-        previous = task.status  # Pending, or Pipelined on this node (seed 002, problem 1)
+        # Pending, or Pipelined on this node (pipeline cache persistence design, problem 1).
+        previous, was = task.status, self._state_of(task)
         self.session.allocate_task(task, node)
-        self.operations.append(Operation(ALLOCATE, task, node.name, previous=previous))
+        self.operations.append(Operation(Op.ALLOCATE, task, node.name, "", previous, was))
 
     def pipeline(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.status == TaskStatus.PIPELINED and task.node_name == node.name:
             # Already pipelined there (this cycle, or persisted by an earlier one): placing it
-            # again would only repeat the decision and its event (seed 002, change 5).
+            # again would only repeat the decision and its event (the design's change 5).
             return
+        was = self._state_of(task)
         self.session.pipeline_task(task, node)
-        self.operations.append(Operation(PIPELINE, task, node.name))
+        self.operations.append(Operation(Op.PIPELINE, task, node.name, was=was))
 
     def unpipeline(self, task: TaskInfo) -> None:
         """Take back a pipeline decision now, outside the statement's undo list (Volcano's
@@ -47,13 +56,26 @@ class Statement:
         self.session.unplace_task(task, task.node_name)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
+        was = self._state_of(task)
         previous = self.session.evict_task(task)
-        self.operations.append(Operation(EVICT, task, task.node_name, reason, previous))
+        self.operations.append(Operation(Op.EVICT, task, task.node_name, reason, previous, was))
+
+    def _state_of(self, task: TaskInfo) -> PodState:
+        """The pod's state as the cluster shows it: a decision persisted by an earlier cycle
+        and taken back in this one (to look again) was still the pod's nomination."""
+        state = pod_state_of(task)
+        if state is PodState.WAITING and task.uid in self.session.pipelined_at_open:
+            return PodState.PIPELINED
+        return state
+
+    def allocated_tasks(self) -> list[TaskInfo]:
+        """The tasks this statement allocates (what commit will bind)."""
+        return [op.task for op in self.operations if op.name is Op.ALLOCATE]
 
     def discard(self) -> None:
         """Undo every operation, newest first."""
         for op in reversed(self.operations):
-            if op.name == EVICT:
+            if op.name is Op.EVICT:
                 self.session.unevict_task(op.task, op.previous)
             else:
                 self.session.unplace_task(op.task, op.node_name)
@@ -68,15 +90,15 @@ class Statement:
         writer = self.session.writer
         for op in self.operations:
             op.task.last_transaction = None  # committed: nothing to report from a discard
-            if op.name == ALLOCATE:
-                writer.bind(op.task, op.node_name)
-            elif op.name == PIPELINE:
+            if op.name is Op.ALLOCATE:
+                writer.bind(op.task, op.node_name, op.was)
+            elif op.name is Op.PIPELINE:
                 try:
-                    writer.pipeline(op.task, op.node_name)
+                    writer.pipeline(op.task, op.node_name, op.was)
                 except KeyError as exc:
                     log.warning("pipeline not persisted: %s", exc, extra={"object": str(exc)})
                     writer.errors.append(f"pipeline {op.task.namespace}/{op.task.name}: {exc}")
                     self.session.unplace_task(op.task, op.node_name)
             else:
-                writer.evict(op.task, op.reason)
+                writer.evict(op.task, op.reason, op.was)
         self.operations.clear()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any, NoReturn
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -17,6 +19,7 @@ from kubernetes.client.rest import ApiException
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
 
+Obj = Mapping[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -36,14 +39,14 @@ class NotFound(ApiError):
     pass
 
 
-def _meta(obj: dict) -> tuple[str, str]:
+def _meta(obj: Obj) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return meta.get("namespace") or "", meta.get("name") or ""
 
 
-def _raise(exc: ApiException, obj: str) -> None:
+def _raise(exc: ApiException, obj: str) -> NoReturn:
     try:
-        message = json.loads(exc.body).get("message", exc.reason)
+        message = json.loads(exc.body or "").get("message", exc.reason)
     except (TypeError, ValueError):
         message = exc.reason
     error = {409: Conflict, 404: NotFound}.get(exc.status, ApiError)
@@ -54,7 +57,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def gate_removal_patch(pod: dict, gate: str = QUEUE_ALLOCATION_GATE) -> list[dict] | None:
+def gate_removal_patch(pod: Obj, gate: str = QUEUE_ALLOCATION_GATE) -> list[dict] | None:
     """The JSON patch removing ``gate`` (keeping any other gate), or None when absent."""
     gates = (pod.get("spec") or {}).get("schedulingGates") or []
     if not any(g.get("name") == gate for g in gates):
@@ -77,18 +80,24 @@ class KubeClusterClient:
         self.custom = client.CustomObjectsApi(api)
         self.component = component
 
+    def _request(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a client method for raw JSON (``_preload_content=False``), ApiError on failure."""
+        try:
+            return method(*args, _preload_content=False, **kwargs)
+        except ApiException as exc:
+            _raise(exc, what)
+
     # -- reads ---------------------------------------------------------------------------------
 
     def get_pod(self, namespace: str, name: str) -> dict:
-        try:
-            response = self.core.read_namespaced_pod(name, namespace, _preload_content=False)
-        except ApiException as exc:
-            _raise(exc, f"pod {namespace}/{name}")
+        response = self._request(
+            f"pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
+        )
         return json.loads(response.data)
 
     # -- pods ----------------------------------------------------------------------------------
 
-    def bind(self, pod: dict, node_name: str) -> None:
+    def bind(self, pod: Obj, node_name: str) -> None:
         namespace, name = _meta(pod)
         body = {
             "apiVersion": "v1",
@@ -96,37 +105,32 @@ class KubeClusterClient:
             "metadata": {"name": name, "namespace": namespace, "uid": pod["metadata"].get("uid")},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        try:
-            self.core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
-        except ApiException as exc:
-            _raise(exc, f"pod {namespace}/{name}")
+        create = self.core.create_namespaced_pod_binding
+        self._request(f"pod {namespace}/{name}", create, name, namespace, body)
 
-    def evict(self, pod: dict, reason: str) -> None:
+    def evict(self, pod: Obj, reason: str) -> None:
         namespace, name = _meta(pod)
         body = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
-        try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
-        except ApiException as exc:
-            _raise(exc, f"pod {namespace}/{name}")
+        create = self.core.create_namespaced_pod_eviction
+        self._request(f"pod {namespace}/{name}", create, name, namespace, body)
         self.record_event(pod, "Normal", "Evict", reason)
 
-    def patch_pod(self, pod: dict, patch: list[dict]) -> dict:
+    def patch_pod(self, pod: Obj, patch: list[dict]) -> dict:
         """A JSON patch on the pod; include a resourceVersion op to make it conditional."""
         namespace, name = _meta(pod)
-        try:
-            response = self.core.patch_namespaced_pod(
-                name, namespace, patch, _content_type=JSON_PATCH, _preload_content=False
-            )
-        except ApiException as exc:
-            _raise(exc, f"pod {namespace}/{name}")
+        response = self._request(
+            f"pod {namespace}/{name}", self.core.patch_namespaced_pod, name, namespace, patch,
+            _content_type=JSON_PATCH,
+        )  # fmt: skip
         return json.loads(response.data)
 
-    def remove_scheduling_gate(self, pod: dict) -> None:
-        """The bind path's synchronous safety net (seed 000): remove our gate now.
+    def remove_scheduling_gate(self, pod: Obj) -> None:
+        """The bind path's synchronous safety net (gate-controlled scheduling design): remove
+        our gate now.
 
         On conflict the pod is read again: if its gates are gone (the asynchronous worker got
         there first) all is well, otherwise the conflict is raised and the bind fails.
@@ -142,47 +146,40 @@ class KubeClusterClient:
             if (fresh.get("spec") or {}).get("schedulingGates"):
                 raise
 
-    def _patch_pod_status(self, pod: dict, body: dict, content_type: str) -> None:
+    def _patch_pod_status(self, pod: Obj, body: dict, content_type: str) -> None:
         namespace, name = _meta(pod)
-        try:
-            self.core.patch_namespaced_pod_status(
-                name, namespace, body, _content_type=content_type, _preload_content=False
-            )
-        except ApiException as exc:
-            _raise(exc, f"pod {namespace}/{name}")
+        self._request(
+            f"pod {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
+            body, _content_type=content_type,
+        )  # fmt: skip
 
-    def patch_pod_condition(self, pod: dict, condition: dict) -> None:
+    def patch_pod_condition(self, pod: Obj, condition: dict) -> None:
         """Set one status condition (merged by type, as kube-scheduler does)."""
         condition = {"lastTransitionTime": _now(), **condition}
         self._patch_pod_status(pod, {"status": {"conditions": [condition]}}, STRATEGIC_MERGE_PATCH)
 
-    def patch_nominated_node(self, pod: dict, node_name: str | None) -> None:
+    def patch_nominated_node(self, pod: Obj, node_name: str | None) -> None:
         self._patch_pod_status(pod, {"status": {"nominatedNodeName": node_name}}, MERGE_PATCH)
 
     # -- podgroups, namespaces, events ----------------------------------------------------------
 
-    def patch_podgroup_status(self, podgroup: dict, status: dict) -> None:
+    def patch_podgroup_status(self, podgroup: Obj, status: dict) -> None:
         namespace, name = _meta(podgroup)
-        try:
-            self.custom.patch_namespaced_custom_object_status(
-                VOLCANO_GROUP, VOLCANO_VERSION, namespace, "podgroups", name,
-                {"status": status}, _content_type=MERGE_PATCH, _preload_content=False,
-            )  # fmt: skip
-        except ApiException as exc:
-            _raise(exc, f"podgroup {namespace}/{name}")
+        self._request(
+            f"podgroup {namespace}/{name}", self.custom.patch_namespaced_custom_object_status,
+            VOLCANO_GROUP, VOLCANO_VERSION, namespace, "podgroups", name, {"status": status},
+            _content_type=MERGE_PATCH,
+        )  # fmt: skip
 
     def label_namespace(self, name: str, key: str, value: str | None) -> dict:
         """Set (or, with None, remove) one label of a namespace."""
-        try:
-            response = self.core.patch_namespace(
-                name, {"metadata": {"labels": {key: value}}},
-                _content_type=MERGE_PATCH, _preload_content=False,
-            )  # fmt: skip
-        except ApiException as exc:
-            _raise(exc, f"namespace {name}")
+        response = self._request(
+            f"namespace {name}", self.core.patch_namespace, name,
+            {"metadata": {"labels": {key: value}}}, _content_type=MERGE_PATCH,
+        )  # fmt: skip
         return json.loads(response.data)
 
-    def record_event(self, obj: dict, event_type: str, reason: str, message: str) -> None:
+    def record_event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
         namespace, name = _meta(obj)
         namespace = namespace or "default"
         now = _now()
@@ -206,7 +203,5 @@ class KubeClusterClient:
             "count": 1,
             "reportingComponent": self.component,
         }
-        try:
-            self.core.create_namespaced_event(namespace, body, _preload_content=False)
-        except ApiException as exc:
-            _raise(exc, f"event for {obj.get('kind', 'Pod').lower()} {namespace}/{name}")
+        what = f"event for {obj.get('kind', 'Pod').lower()} {namespace}/{name}"
+        self._request(what, self.core.create_namespaced_event, namespace, body)

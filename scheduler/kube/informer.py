@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -65,7 +65,7 @@ class Informer:
         # A quiet watch times out on read and is resumed from the same version; it bounds how
         # long stop() can take even when the server sends nothing.
         self._read_timeout = read_timeout
-        self._response = None
+        self._response: Any = None
         self._known: dict[str, dict] = {}
         self.synced = threading.Event()
         self.relists = 0
@@ -137,7 +137,7 @@ class Informer:
                 response.shutdown() if hasattr(response, "shutdown") else response.close()
 
     def _handle(self, event: dict) -> str | None:
-        kind, obj = event.get("type"), event.get("object") or {}
+        kind, obj = event.get("type") or "", event.get("object") or {}
         if kind == "ERROR":
             if obj.get("code") == 410:
                 raise WatchExpired(obj.get("message", ""))
@@ -160,7 +160,7 @@ class Informer:
             self._handler.on_update(self.kind, old, obj)
 
 
-def _events(response) -> Iterator[dict]:
+def _events(response: Any) -> Iterator[dict]:
     """Newline-delimited JSON watch events from a streamed response."""
     pending = b""
     for chunk in response.stream(amt=64 * 1024, decode_content=True):
@@ -177,7 +177,7 @@ class InformerSet:
     """Informers for several kinds, each in a daemon thread, stopped together."""
 
     def __init__(
-        self, api: client.ApiClient, kinds: list[str], handler: EventHandler, **kw
+        self, api: client.ApiClient, kinds: list[str], handler: EventHandler, **kw: Any
     ) -> None:
         self.stop_event = threading.Event()
         self.informers = [Informer(api, k, handler, stop=self.stop_event, **kw) for k in kinds]

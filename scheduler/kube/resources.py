@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client
 
@@ -14,15 +15,15 @@ VOLCANO_VERSION = "v1beta1"
 @dataclass(frozen=True)
 class Resource:
     kind: str  # plural name: pods, nodes, queues, podgroups, namespaces
-    list_call: Callable[[client.ApiClient], Callable[..., object]]
+    list_call: Callable[[client.ApiClient], Callable[..., Any]]
 
 
-def _core(method: str) -> Callable[[client.ApiClient], Callable[..., object]]:
+def _core(method: str) -> Callable[[client.ApiClient], Callable[..., Any]]:
     return lambda api: getattr(client.CoreV1Api(api), method)
 
 
-def _volcano(plural: str) -> Callable[[client.ApiClient], Callable[..., object]]:
-    def call(api: client.ApiClient) -> Callable[..., object]:
+def _volcano(plural: str) -> Callable[[client.ApiClient], Callable[..., Any]]:
+    def call(api: client.ApiClient) -> Callable[..., Any]:
         custom = client.CustomObjectsApi(api)
         return lambda **kw: custom.list_cluster_custom_object(
             VOLCANO_GROUP, VOLCANO_VERSION, plural, **kw

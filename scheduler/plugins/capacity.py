@@ -1,23 +1,32 @@
 """capacity: Volcano's capacity plugin — per-queue capability, guarantee and deserved,
-hierarchical, with gate reservations (seed 000) and gated-resource deduction (seed 003)."""
+hierarchical, with gate reservations (Volcano's gate-controlled scheduling design) and the
+deduction of gated pods' resources (Volcano's pod scheduling readiness design)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from scheduler.api.helpers import has_queue_allocation_gate_annotation
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
 from scheduler.api.labels import ROOT_QUEUE
+from scheduler.api.queue_info import QueueInfo
 from scheduler.api.resource import Resource, exceeded_part, res_max, res_min, share
+from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
-from scheduler.plugins import Plugin
+from scheduler.plugins.base import Plugin
 from scheduler.plugins.queue_tree import QueueAttr, build_tree
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+    from scheduler.framework.statement import Statement
 
 
 class CapacityPlugin(Plugin):
     name = "capacity"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.reserve = _flag(self.arguments, "gateReservation", True)
+        self.reserve = self.flag("gateReservation", True)
         self.timeout = self.argument("reservationTimeout", RESERVATION_TIMEOUT)
         self.attrs, self.problems = build_tree(ssn.queues)
         self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
@@ -35,7 +44,9 @@ class CapacityPlugin(Plugin):
         ssn.cleanup_reservations_fns.append(self.cleanup_reservations)
         ssn.reclaimable_fns.append(self.reclaimable)
         ssn.preemptive_fns.append(self.preemptive)
-        ssn.close_fns.append(self._refresh_report_figures)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._refresh_report_figures(ssn)
 
     def _share(self, name: str) -> float:
         attr = self.attrs.get(name)
@@ -43,7 +54,7 @@ class CapacityPlugin(Plugin):
 
     # --- figures ---------------------------------------------------------------------------
 
-    def _account_jobs(self, ssn) -> None:
+    def _account_jobs(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
             chain = self.attrs[job.queue].chain if job.queue in self.attrs else []
             inqueue, elastic = self._job_inqueue(job), _elastic(job)
@@ -52,8 +63,8 @@ class CapacityPlugin(Plugin):
                 attr.inqueue.add(inqueue)
                 attr.elastic.add(elastic)
             for task in job.index.get(TaskStatus.PIPELINED, {}).values():
-                # A persisted pipeline decision (seed 002) holds its share of the queue, as a
-                # task pipelined during the cycle does.
+                # A persisted pipeline decision holds its share of the queue, as a task
+                # pipelined during the cycle does.
                 for attr in chain:
                     attr.allocated.add(task.resreq)
             for task in job.index.get(TaskStatus.PENDING, {}).values():
@@ -70,7 +81,7 @@ class CapacityPlugin(Plugin):
         if since is not None:  # an expired reservation is never taken again
             self.reserved.setdefault(queue, {})[task.uid] = task
 
-    def _expire_reservations(self, ssn) -> None:
+    def _expire_reservations(self, ssn: Session) -> None:
         """Release reservations held longer than the limit; Volcano's never expire, so a pod
         that never finds a node would hold its queue forever."""
         live = {uid for tasks in self.reserved.values() for uid in tasks}
@@ -81,7 +92,10 @@ class CapacityPlugin(Plugin):
             del ssn.reservations[uid]  # bound, deleted or gone: forget it
         for queue, tasks in self.reserved.items():
             for task in list(tasks.values()):
-                held = ssn.now - ssn.reservations[task.uid]
+                since = ssn.reservations[task.uid]
+                if since is None:
+                    continue  # released earlier: _reserve never takes it again
+                held = ssn.now - since
                 if held < self.timeout:
                     continue
                 del tasks[task.uid]
@@ -93,7 +107,7 @@ class CapacityPlugin(Plugin):
                 ssn.notices.append(f"pod {task.namespace}/{task.name}: {message}")
                 ssn.writer.event(task.pod, "Warning", "QueueReservationExpired", message)
 
-    def _refresh_report_figures(self, ssn) -> None:
+    def _refresh_report_figures(self, ssn: Session) -> None:
         """The report's figures per queue, each summed up the hierarchy like allocated.
 
         inqueue is recomputed: within a cycle an admitted job's minResources and its new
@@ -128,7 +142,7 @@ class CapacityPlugin(Plugin):
         wanted = exceeded_part(job.min_resources, job.allocated)
         return job.deduct_sch_gated_resources(wanted)
 
-    def _compute_capabilities(self, ssn) -> None:
+    def _compute_capabilities(self, ssn: Session) -> None:
         total = Resource()
         for node in ssn.nodes.values():
             total.add(node.allocatable)
@@ -146,24 +160,34 @@ class CapacityPlugin(Plugin):
 
     # --- checks ----------------------------------------------------------------------------
 
-    def job_enqueueable(self, job: JobInfo) -> str | None:
-        attr = self.attrs.get(job.queue)
-        if job.queue in self.problems:
-            return self.problems[job.queue]
+    def _queue_status(self, name: str) -> tuple[QueueAttr | None, Status]:
+        """The queue's attributes, or why no job can use it."""
+        if name in self.problems:
+            return None, Status(Code.QUEUE_INVALID, self.name, self.problems[name])
+        attr = self.attrs.get(name)
         if attr is None or not attr.is_leaf:
-            return f"queue {job.queue} is not a leaf queue"
+            return None, Status(Code.QUEUE_INVALID, self.name, f"queue {name} is not a leaf queue")
         if not attr.open:
-            return f"queue {job.queue} is not open"
+            return None, Status(Code.QUEUE_CLOSED, self.name, f"queue {name} is not open")
+        return attr, SUCCESS
+
+    def job_enqueueable(self, job: JobInfo) -> Status:
+        attr, status = self._queue_status(job.queue)
+        if attr is None:
+            return status
         min_req = job.min_resources
         if min_req is None or min_req.is_empty():
-            return None
+            return SUCCESS
         for level in _quota_levels(attr):
             future = min_req.clone().add(level.allocated).add(level.inqueue).sub(level.elastic)
             short = future.insufficient(level.real_capability, min_req.names())
             if short:
                 where = "" if level is attr else f" (parent queue {level.name})"
-                return f"queue resource quota insufficient: insufficient {', '.join(short)}{where}"
-        return None
+                message = (
+                    f"queue resource quota insufficient: insufficient {', '.join(short)}{where}"
+                )
+                return Status(Code.QUEUE_FULL, self.name, message)
+        return SUCCESS
 
     def job_enqueued(self, job: JobInfo) -> None:
         if job.min_resources is None or job.queue not in self.attrs:
@@ -172,14 +196,10 @@ class CapacityPlugin(Plugin):
         for level in self.attrs[job.queue].chain:
             level.inqueue.add(added)
 
-    def allocatable(self, queue, task: TaskInfo) -> str | None:
-        attr = self.attrs.get(queue.name)
-        if queue.name in self.problems:
-            return self.problems[queue.name]
-        if attr is None or not attr.is_leaf:
-            return f"queue {queue.name} is not a leaf queue"
-        if not attr.open:
-            return f"queue {queue.name} is not open"
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
+        attr, status = self._queue_status(queue.name)
+        if attr is None:
+            return status
         reserved = Resource()
         for other in self.reserved.get(queue.name, {}).values():
             if other.uid != task.uid:
@@ -188,30 +208,33 @@ class CapacityPlugin(Plugin):
             future = level.allocated.clone().add(reserved).add(task.resreq)
             short = future.insufficient(level.real_capability, task.resreq.names())
             if short:
-                return _limit_message(level, short, reserved, task)
+                message = _limit_message(level, short, reserved, task)
+                return Status(Code.QUEUE_FULL, self.name, message)
         if has_queue_allocation_gate_annotation(task.pod):
             self._reserve(queue.name, task)
-        return None
+        return SUCCESS
 
-    def preemptive(self, queue, task: TaskInfo) -> str | None:
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
         """A queue may reclaim for ``task`` only while it stays within its deserved share."""
         attr = self.attrs.get(queue.name)
         if attr is None:
-            return f"queue {queue.name} is unknown"
+            return Status(Code.QUEUE_INVALID, self.name, f"queue {queue.name} is unknown")
         future = attr.allocated.clone().add(task.resreq)
         over = [d for d in task.resreq.names() & attr.deserved.names()
                 if future.get(d) > attr.deserved.get(d) + 1e-9]  # fmt: skip
         if over:
-            return (
+            message = (
                 f"queue {queue.name} would exceed its deserved share ({', '.join(sorted(over))}: "
                 f"allocated {attr.allocated.describe()}, deserved {attr.deserved.describe()})"
             )
-        return None
+            return Status(Code.QUEUE_FULL, self.name, message)
+        return SUCCESS
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Victims from queues above their deserved share, while they stay at or above it in
         some resource (Volcano's capacity reclaimable function)."""
-        victims, allocations = [], {}
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
         for task in candidates:
             queue = self.ssn.jobs[task.job_id].queue
             attr = self.attrs.get(queue)
@@ -229,13 +252,12 @@ class CapacityPlugin(Plugin):
             victims.append(task)
         return victims
 
-    def cleanup_reservations(self, statement) -> None:
+    def cleanup_reservations(self, statement: Statement) -> None:
         """Allocations about to be committed end their reservations for good."""
-        for op in statement.operations:
-            if op.name == "allocate":
-                self.placed.pop(op.task.uid, None)
-                for tasks in self.reserved.values():
-                    tasks.pop(op.task.uid, None)
+        for task in statement.allocated_tasks():
+            self.placed.pop(task.uid, None)
+            for tasks in self.reserved.values():
+                tasks.pop(task.uid, None)
 
     def _on_change(self, task: TaskInfo, sign: int) -> None:
         # Pipelined tasks count too, as Volcano's Pipeline fires the allocate event.
@@ -269,13 +291,6 @@ def _quota_levels(attr: QueueAttr) -> list[QueueAttr]:
     ]
 
 
-def _flag(arguments, key: str, default: bool) -> bool:
-    value = arguments.get(key, default)
-    if not isinstance(value, bool):
-        raise ValueError(f"plugin capacity: argument {key}: expected true or false, got {value!r}")
-    return value
-
-
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
@@ -307,4 +322,4 @@ def _limit_message(level: QueueAttr, short: list[str], reserved: Resource, task:
     )
 
 
-__all__ = ["ROOT_QUEUE", "CapacityPlugin"]
+__all__ = ["CapacityPlugin"]

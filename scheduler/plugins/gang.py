@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from scheduler.api.job_info import JobInfo
-from scheduler.api.task_info import TaskStatus
-from scheduler.plugins import Plugin
+from typing import TYPE_CHECKING
 
-NOT_ENOUGH_TASKS = "NotEnoughTasks"
+from scheduler.api.job_info import JobInfo
+from scheduler.api.status import SUCCESS, Code, Status
+from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.plugins.base import Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
 
 
 class GangPlugin(Plugin):
     name = "gang"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         ssn.job_valid_fns.append(_job_valid)
         # Jobs that are not ready yet go first, as in Volcano's gang job order.
         ssn.job_order_fns.append(lambda job: int(_ready(job)))
@@ -24,10 +28,11 @@ class GangPlugin(Plugin):
         ssn.reclaimable_fns.append(lambda task, candidates: _keep_gangs(ssn, candidates))
 
 
-def _keep_gangs(ssn, candidates: list) -> list:
+def _keep_gangs(ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Victims that leave each job at least minAvailable ready tasks; a job of minAvailable 1
     is no gang, so any of its tasks may go."""
-    victims, occupied = [], {}
+    victims: list[TaskInfo] = []
+    occupied: dict[str, int] = {}
     for task in candidates:
         job = ssn.jobs.get(task.job_id)
         if job is None:
@@ -43,14 +48,14 @@ def _ready(job: JobInfo) -> bool:
     return job.ready_task_num() >= job.min_available
 
 
-def _job_valid(job: JobInfo) -> tuple[str, str] | None:
+def _job_valid(job: JobInfo) -> Status:
     valid = job.valid_task_num()
     if valid >= job.min_available:
-        return None
+        return SUCCESS
     message = (
         f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
     )
-    return NOT_ENOUGH_TASKS, message
+    return Status(Code.GANG, GangPlugin.name, message)
 
 
 def unready_count(job: JobInfo) -> int:

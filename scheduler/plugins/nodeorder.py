@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from scheduler.api.quantity import CPU, MEMORY
-from scheduler.plugins import Plugin
+from scheduler.api.task_info import TaskInfo
+from scheduler.plugins.base import Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
 
 
 class NodeOrderPlugin(Plugin):
@@ -13,7 +19,7 @@ class NodeOrderPlugin(Plugin):
 
     name = "nodeorder"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         weight = self.argument("leastrequested.weight", 1)
         if not weight:
             return
@@ -24,7 +30,7 @@ class NodeOrderPlugin(Plugin):
         inv_cpu = np.where(matrix.allocatable[:, cpu] > 0, 1 / matrix.safe_allocatable[:, cpu], 0)
         inv_mem = np.where(matrix.allocatable[:, mem] > 0, 1 / matrix.safe_allocatable[:, mem], 0)
 
-        def score(task, vec: np.ndarray) -> np.ndarray:
+        def score(task: TaskInfo, vec: np.ndarray) -> np.ndarray:
             # In-place ufuncs: np.clip's Python wrapper costs more than the arithmetic here.
             free_cpu = matrix.idle[:, cpu] - vec[cpu]
             free_cpu *= inv_cpu
@@ -45,7 +51,7 @@ class BinpackPlugin(Plugin):
 
     name = "binpack"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         weight = self.argument("binpack.weight", 1)
         matrix = ssn.matrix
         cols = [matrix.dim_index[CPU], matrix.dim_index[MEMORY]]
@@ -53,7 +59,7 @@ class BinpackPlugin(Plugin):
         alloc = matrix.safe_allocatable[:, cols]
         total = weights.sum() or 1
 
-        def score(task, vec: np.ndarray) -> np.ndarray:
+        def score(task: TaskInfo, vec: np.ndarray) -> np.ndarray:
             used = matrix.allocatable[:, cols] - matrix.idle[:, cols] + vec[cols]
             ratio = np.clip(used / alloc, 0, 1)
             return (ratio * weights).sum(axis=1) / total * (100 * weight)

@@ -8,12 +8,18 @@ session. Resource fit and pod count are checked against the node matrix by the a
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scheduler.api import node_matching
 from scheduler.api.quantity import PODS
-from scheduler.plugins import Plugin
+from scheduler.api.task_info import TaskInfo
+from scheduler.plugins.base import Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework.node_matrix import NodeMatrix
+    from scheduler.framework.session import Session
 
 TOO_MANY_PODS = "Too many pods"
 
@@ -21,13 +27,13 @@ TOO_MANY_PODS = "Too many pods"
 class PredicatesPlugin(Plugin):
     name = "predicates"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._masks: dict[object, tuple[np.ndarray, list[str | None]]] = {}
         ssn.predicate_fns.append(self.mask)
         ssn.predicate_reason_fns.append(self.reasons)
 
-    def _evaluate(self, task) -> tuple[np.ndarray, list[str | None]]:
+    def _evaluate(self, task: TaskInfo) -> tuple[np.ndarray, list[str | None]]:
         cached = self._masks.get(task.signature)
         if cached is None:
             reasons = [self._node_reason(task, info.node) for info in self.ssn.node_list]
@@ -35,7 +41,7 @@ class PredicatesPlugin(Plugin):
             cached = self._masks[task.signature] = (mask, reasons)
         return cached
 
-    def _node_reason(self, task, node) -> str | None:
+    def _node_reason(self, task: TaskInfo, node: Any) -> str | None:
         sig = task.signature
         plain_pod = not (sig.node_selector or sig.required_terms is not None or sig.node_name)
         spec = node.get("spec") or {}
@@ -44,15 +50,15 @@ class PredicatesPlugin(Plugin):
         ok, reason = node_matching.node_accepts(task.pod, node)
         return None if ok else reason
 
-    def mask(self, task) -> np.ndarray:
+    def mask(self, task: TaskInfo) -> np.ndarray:
         return self._evaluate(task)[0]
 
-    def reasons(self, task, mask: np.ndarray) -> dict[str, int]:
+    def reasons(self, task: TaskInfo, mask: np.ndarray) -> dict[str, int]:
         _, per_node = self._evaluate(task)
         return dict(Counter(r for r in per_node if r is not None))
 
 
-def resource_reasons(matrix, vec: np.ndarray, mask: np.ndarray) -> dict[str, int]:
+def resource_reasons(matrix: NodeMatrix, vec: np.ndarray, mask: np.ndarray) -> dict[str, int]:
     """kube-scheduler's "Insufficient <resource>" counts over the nodes that passed ``mask``."""
     reasons: dict[str, int] = {}
     rows = matrix.future[mask]

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from scheduler.plugins import Plugin
+from typing import TYPE_CHECKING
+
+from scheduler.api.task_info import TaskInfo
+from scheduler.plugins.base import Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
 
 
 class PriorityPlugin(Plugin):
     name = "priority"
 
-    def on_session_open(self, ssn) -> None:
+    def on_session_open(self, ssn: Session) -> None:
         ssn.job_order_fns.append(lambda job: -job.priority)
         ssn.task_order_fns.append(lambda task: -task.priority)
         ssn.preemptable_fns.append(lambda task, candidates: _lower_priority(ssn, task, candidates))
 
 
-def _lower_priority(ssn, preemptor, candidates: list) -> list:
+def _lower_priority(
+    ssn: Session, preemptor: TaskInfo, candidates: list[TaskInfo]
+) -> list[TaskInfo]:
     """Tasks of lower-priority jobs; within the preemptor's own job, lower-priority tasks."""
     own = ssn.jobs[preemptor.job_id]
     victims = []

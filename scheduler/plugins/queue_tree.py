@@ -5,12 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler.api.labels import ROOT_QUEUE
-from scheduler.api.queue_info import QueueInfo
+from scheduler.api.queue_info import QueueInfo, queue_problem
 from scheduler.api.resource import Resource
-
-
-class QueueCycleError(ValueError):
-    pass
 
 
 @dataclass
@@ -33,6 +29,11 @@ class QueueAttr:
     inqueue_reserved: Resource = field(default_factory=Resource)
     elastic: Resource = field(default_factory=Resource)
     share: float = 0.0
+
+    @property
+    def over_deserved(self) -> bool:
+        """Allocated above the deserved share on some resource: others may reclaim from it."""
+        return not self.allocated.less_equal(self.deserved, self.deserved.names())
 
 
 def build_tree(queues: dict[str, QueueInfo]) -> tuple[dict[str, QueueAttr], dict[str, str]]:
@@ -65,22 +66,6 @@ def _inherit(own: Resource | None, parent: Resource | None) -> Resource | None:
     if own is not None:
         merged.values.update(own.values)
     return merged
-
-
-def queue_problem(name: str, queues: dict[str, QueueInfo]) -> str | None:
-    """Why ``name`` cannot be placed in the tree (a cycle or a missing ancestor), else None."""
-    seen = [name]
-    current = name
-    while current != ROOT_QUEUE:
-        parent = queues[current].parent or ROOT_QUEUE
-        if parent in seen:
-            path = " -> ".join([*seen, parent])
-            return f"queue {name}: spec.parent forms a cycle: {path}"
-        if parent not in queues:
-            return f"queue {current}: spec.parent: queue {parent!r} does not exist"
-        seen.append(parent)
-        current = parent
-    return None
 
 
 def _parents_first(queues: dict[str, QueueInfo]) -> tuple[list[str], dict[str, str]]:

@@ -20,8 +20,8 @@ from simcluster.api.cluster import Cluster
 from simcluster.api.errors import ApiError
 from simcluster.api.server import ApiServer
 from simcluster.api.webhook import Webhook
+from simcluster.catalog import resolve
 from simcluster.runtime import Simulation
-from simcluster.scenario import resolve
 from simcluster.store import AlreadyExists, Store
 
 log = logging.getLogger(__name__)

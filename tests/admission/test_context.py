@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler import registry
 from scheduler.admission.context import Admission
 from scheduler.config import ConfigError, EnqueueArguments, SchedulerConfig, default_config
 from tests.admission.builders import story1_snapshot
@@ -40,7 +41,7 @@ def test_bad_enqueue_arguments_name_the_field(arguments, message):
 def test_configurations_must_name_a_known_action():
     raw = {**default_config().to_dict(), "configurations": [{"name": "enqeue", "arguments": {}}]}
     with pytest.raises(ConfigError, match="configurations: unknown action 'enqeue'"):
-        SchedulerConfig.from_dict(raw)
+        registry.check(SchedulerConfig.from_dict(raw))
 
 
 def test_the_checker_takes_the_configured_arguments():

@@ -167,5 +167,5 @@ def test_a_pod_without_a_podgroup_is_checked_too_and_the_event_is_on_the_pod(har
     assert node_of(h, "lone") == ""
     events = [(e.type, e.reason) for e in events_for(h, "lone", kind="Pod")]
     assert ("Warning", "InsufficientNodeCapacity") in events
-    waiting = {w.name: w.reason for w in h.reports[-1].waiting}
+    waiting = {w.name: w.status.message for w in h.reports[-1].waiting}
     assert waiting["lone"].startswith("node-capacity check Retry: no suitable node has 6 CPU")

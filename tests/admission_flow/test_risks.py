@@ -62,7 +62,7 @@ def test_every_class_with_its_explanation(harnesses):
     assert risks["wide"].check_state == "Retry"
     assert risks["mars"].risk == "fits_no_node_shape"
     assert "no node group can add a node it fits" in risks["mars"].explanation
-    assert risks["over"].risk == "waiting_for_queue" and risks["over"].check_state == ""
+    assert risks["over"].risk == "waiting_for_queue" and risks["over"].check_state is None
     assert "the queue has no room for it yet" in risks["over"].explanation
     assert all(r.certain for r in risks.values())
     small = h.pod("small", "team")["metadata"]["uid"]

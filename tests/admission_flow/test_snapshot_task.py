@@ -18,7 +18,7 @@ from dashboard.tasks import admission, scheduling
 from scheduler.admission.check import CONDITION_TYPE
 from scheduler.admission.monitor import Snapshot
 from scheduler.admission.node_groups import NodeGroupError, dump_node_groups, load_node_groups
-from simcluster.scenario import resolve
+from simcluster.catalog import resolve
 from tests.dashboard.test_scheduling_task import use_broker
 from tests.kube.conftest import node, queue, sim, wait_until  # noqa: F401 - sim is a fixture
 

@@ -71,14 +71,14 @@ def test_without_the_check_the_3_cpu_workload_is_admitted_never_runs_and_blocks_
     assert node_of(h, "three") == ""
     assert phase(h, "two") == "Pending"
     assert node_of(h, "two") == ""
-    waiting = {w.name: w.reason for w in h.reports[-1].waiting}
+    waiting = {w.name: w.status.message for w in h.reports[-1].waiting}
     assert waiting["two"] == "queue resource quota insufficient: insufficient cpu"
     assert capacity_condition(h, "three") == {}  # the check was off: nothing recorded
     queue = {q.name: q for q in h.reports[-1].queues}["q"]
     assert queue.inqueue["cpu"] == 3000  # the false admission holds 3 CPU of the quota
     # The risk report still sees it: admitted, yet no node has 3 CPU free.
     risk = risk_of(h, "three")
-    assert (risk.risk, risk.phase, risk.check_state) == ("fits_no_node_shape", "Inqueue", "")
+    assert (risk.risk, risk.phase, risk.check_state) == ("fits_no_node_shape", "Inqueue", None)
     assert "3 CPU" in risk.explanation
 
 

@@ -17,6 +17,7 @@ import yaml
 from django.test import override_settings
 
 from dashboard import kube
+from dashboard.tasks.history import store_cycle_report
 from scheduler.config import default_config
 from simcluster.scenario import SCENARIO_DIR
 from tests.gates import harness
@@ -56,7 +57,5 @@ def demo_cluster(
 
 def store_reports(demo: harness.Harness) -> None:
     """Feed every cycle so far to the history storage, as the Celery task would."""
-    from dashboard.tasks.history import store_cycle_report
-
     for report in demo.reports:
-        store_cycle_report(report.to_dict())
+        store_cycle_report(report.to_json())

@@ -10,6 +10,7 @@ from django.contrib.auth.models import Permission, User
 from playwright.sync_api import Page, expect
 
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from scheduler.api.report import TransitionKind
 from tests.browser.demo import demo_cluster, store_reports
 from tests.kube.conftest import pod
 
@@ -136,14 +137,17 @@ def test_a_chart_changes_range_without_reloading(live_server, page, stored):
 
 
 def test_a_pod_timeline_opens_from_the_pods_page(live_server, page, stored):
-    bound = next(t for r in stored.reports for t in r.transitions if t.to_status == "Binding")
+    bound = next(
+        t for r in stored.reports for t in r.transitions if t.kind is TransitionKind.ALLOCATED
+    )
     page.goto(live_server.url + f"/pods/?namespace={bound.namespace}&name={bound.name}")
 
     page.get_by_role("link", name=f"{bound.namespace}/{bound.name}", exact=True).click()
 
     expect(page.get_by_role("heading", name=f"Pod {bound.namespace}/{bound.name}")).to_be_visible()
     timeline = page.locator("ol.timeline")
-    expect(timeline).to_contain_text("Pending → Binding")
+    expect(timeline).to_contain_text("allocated")
+    expect(timeline).to_contain_text("→ Binding")
     expect(timeline).to_contain_text(f"on {bound.node}")
 
 
@@ -152,7 +156,7 @@ def test_pods_filter_by_state(live_server, page, stored):
 
     page.get_by_label("State").select_option("Gated")
 
-    expect(page).to_have_url(re.compile(r"state=Gated"))
+    expect(page).to_have_url(re.compile(r"state=gated"))
     rows = page.locator("table.pods tbody tr")
     expect(rows.first).to_be_visible()
     for state in rows.evaluate_all("rows => rows.map(r => r.dataset.state)"):

@@ -7,12 +7,24 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard.models import Cycle, LiveState, PodState, PodTransition, QueueSample
+from dashboard.models import Cycle, LiveState, PodTransition, QueueSample, TrackedPod
 from dashboard.selectors.cycles import cycle_series
 from dashboard.selectors.live import live_summary, live_waiting
 from dashboard.selectors.queues import queue_series
 from dashboard.selectors.sampling import RANGES, bucket_level
 from dashboard.tasks.history import prune_history, store_cycle_report
+from scheduler.api.report import (
+    CheckState,
+    CycleReport,
+    PodState,
+    QueueReport,
+    RiskClass,
+    Transition,
+    TransitionKind,
+    WaitingPod,
+    WorkloadRisk,
+)
+from scheduler.api.status import Code, Status
 
 pytestmark = pytest.mark.django_db
 
@@ -20,66 +32,79 @@ T0 = 1_700_000_000.0
 CPU, GI = 1000, 1024**3
 
 
-def queue(name: str, *, allocated: float = 0, capability: float = 8, deserved: float = 4, **counts):
-    return {
-        "name": name,
-        "capability": {"cpu": capability * CPU, "memory": 32 * GI},
-        "deserved": {"cpu": deserved * CPU} if deserved else {},
-        "allocated": {"cpu": allocated * CPU},
-        "inqueue": {},
-        "reserved": {"cpu": counts.pop("reserved", 0) * CPU},
-        "counts": {s: counts.get(s, 0) for s in ("pending", "gated", "pipelined", "unschedulable", "running")},
-        "resources": {},
-    }  # fmt: skip
+def queue(name: str, *, allocated: float = 0, capability: float = 8, deserved: float = 4,
+          share: float | None = None, reserved: float = 0, **counts: int) -> QueueReport:  # fmt: skip
+    """A queue's report as the engine writes it; ``share`` defaults to the engine's formula."""
+    deserved_cpu = {"cpu": deserved * CPU} if deserved else {}
+    if share is None:
+        share = allocated / deserved if deserved else 0.0
+    return QueueReport(
+        name,
+        capability={"cpu": capability * CPU, "memory": 32 * GI},
+        deserved=deserved_cpu,
+        allocated={"cpu": allocated * CPU},
+        reserved={"cpu": reserved * CPU},
+        share=share,
+        over_deserved=bool(deserved) and allocated > deserved,
+        counts={PodState(s): n for s, n in counts.items()},
+    )
 
 
-def waiting(name: str, queue: str, *, gated: bool, reason: str, namespace: str = "research"):
-    return {
-        "namespace": namespace,
-        "name": name,
-        "uid": f"uid-{name}",
-        "queue": queue,
-        "job": f"{namespace}/{name}",
-        "gated": gated,
-        "reason": reason,
-    }
+def waiting(name: str, queue: str, *, gated: bool, reason: str, namespace: str = "research",
+            code: Code | None = None, state: PodState | None = None,
+            node: str = "") -> WaitingPod:  # fmt: skip
+    """A waiting pod; a gated one waits for its queue, an ungated one for a node, unless said."""
+    if state is None:
+        state = PodState.GATED if gated else PodState.UNSCHEDULABLE
+    if code is None:
+        code = {PodState.GATED: Code.QUEUE_FULL, PodState.PIPELINED: Code.PIPELINED}.get(
+            state, Code.UNSCHEDULABLE
+        )
+    return WaitingPod(namespace, name, f"uid-{name}", queue, f"{namespace}/{name}", state,
+                      Status(code, "test", reason), node)  # fmt: skip
 
 
-def transition(name: str, old: str, new: str, node: str = "", reason: str = "", ns="research",
-               queue: str = ""):  # fmt: skip
-    return {
-        "namespace": ns,
-        "name": name,
-        "uid": f"uid-{name}",
-        "from_status": old,
-        "to_status": new,
-        "node": node,
-        "reason": reason,
-        "queue": queue or ns,
-    }
+def transition(name: str, kind: TransitionKind = TransitionKind.ALLOCATED, node: str = "",
+               reason: str = "", ns: str = "research", queue: str = "",
+               old: PodState = PodState.WAITING, new: PodState | None = None) -> Transition:  # fmt: skip
+    new = new or {
+        TransitionKind.ALLOCATED: PodState.BINDING,
+        TransitionKind.PIPELINED: PodState.PIPELINED,
+        TransitionKind.EVICTED: PodState.TERMINATING,
+        TransitionKind.GATE_REMOVED: PodState.WAITING,
+    }.get(kind, old)
+    return Transition(ns, name, f"uid-{name}", kind, old, new, node, reason, queue or ns)
 
 
-def make_report(at: float = T0, *, queues=None, waiting=(), transitions=(), **extra) -> dict:
-    return {
-        "started_at": at,
-        "duration_s": 0.012,
-        "mode": "act",
-        "action_durations_s": {"enqueue": 0.001, "allocate": 0.01},
-        "queues": queues if queues is not None else [queue("research", allocated=4, running=4)],
-        "transitions": list(transitions),
-        "waiting": list(waiting),
-        "errors": [],
-        "gates": {"queued": 1, "at_bind": 0},
-        "notices": [],
-        **extra,
-    }
+def risk(name: str, risk_class: RiskClass, explanation: str, *, namespace: str = "prod",
+         queue: str = "prod", check: CheckState | None = None, pods=()) -> WorkloadRisk:  # fmt: skip
+    return WorkloadRisk(namespace, name, f"{namespace}/{name}", queue, "Inqueue", risk_class,
+                        explanation, check, True, list(pods))  # fmt: skip
+
+
+def make_report(at: float = T0, *, queues=None, waiting=(), transitions=(), risks=(),
+                errors=(), notices=()) -> dict:  # fmt: skip
+    """The JSON the scheduler worker sends to ``store_cycle_report``."""
+    return CycleReport(
+        started_at=at,
+        duration_s=0.012,
+        mode="act",
+        action_durations_s={"enqueue": 0.001, "allocate": 0.01},
+        queues=queues if queues is not None else [queue("research", allocated=4, running=4)],
+        transitions=list(transitions),
+        waiting=list(waiting),
+        errors=list(errors),
+        gates={"queued": 1, "at_bind": 0},
+        notices=list(notices),
+        risks=list(risks),
+    ).to_json()
 
 
 def test_a_report_becomes_a_cycle_samples_transitions_and_live_state():
     report = make_report(
         queues=[queue("research", allocated=4, running=4, gated=2), queue("batch", allocated=6)],
         waiting=[waiting("nb-4", "research", gated=True, reason="queue research is full")],
-        transitions=[transition("nb-3", "Pending", "Binding", "cpu-1", "allocated")],
+        transitions=[transition("nb-3", node="cpu-1", reason="allocated")],
     )
 
     cycle_id = store_cycle_report(report)
@@ -91,19 +116,28 @@ def test_a_report_becomes_a_cycle_samples_transitions_and_live_state():
     assert cycle.counts["running"] == 4 and cycle.counts["gated"] == 2
     assert cycle.action_durations_ms["allocate"] == pytest.approx(10.0)
     research = QueueSample.objects.get(queue="research")
-    assert research.share == pytest.approx(1.0)  # 4 CPU of 4 deserved
+    assert research.share == pytest.approx(1.0)  # the engine's figure, stored as reported
     assert QueueSample.objects.get(queue="batch").share == pytest.approx(1.5)
-    assert PodTransition.objects.get().to_state == "Binding"
-    assert PodState.objects.get(uid="uid-nb-3").node == "cpu-1"
+    stored = PodTransition.objects.get()
+    assert (stored.kind, stored.to_state) == ("allocated", "binding")
+    assert TrackedPod.objects.get(uid="uid-nb-3").node == "cpu-1"
     summary = live_summary()
-    assert [q["name"] for q in summary["queues"]] == ["research", "batch"]
-    assert summary["queues"][1]["over_deserved"] is True
-    assert summary["gated_by_namespace"] == {"research": 1}
-    assert [p["name"] for p in live_waiting("research")] == ["nb-4"]
+    assert [q.name for q in summary.queues] == ["research", "batch"]
+    assert summary.queues[1].over_deserved is True
+    assert summary.gated_by_namespace == {"research": 1}
+    assert [p.name for p in live_waiting("research")] == ["nb-4"]
+
+
+def test_the_dashboard_stores_the_engines_share_and_never_recomputes_it():
+    # A queue without deserved: whatever share the engine reports is what is stored and shown.
+    store_cycle_report(make_report(queues=[queue("q", allocated=3, deserved=0, share=0.75)]))
+
+    assert QueueSample.objects.get(queue="q").share == 0.75
+    assert live_summary().queues[0].share == 0.75
 
 
 def test_storing_the_same_cycle_twice_changes_nothing():
-    report = make_report(transitions=[transition("nb-3", "Pending", "Binding", "cpu-1")])
+    report = make_report(transitions=[transition("nb-3", node="cpu-1")])
 
     first = store_cycle_report(report)
     second = store_cycle_report(report)
@@ -121,18 +155,18 @@ def test_waiting_pods_cost_no_history_rows():
         store_cycle_report(make_report(T0 + i, waiting=pods))
 
     assert PodTransition.objects.count() == 0
-    assert PodState.objects.count() == 0
+    assert TrackedPod.objects.count() == 0
     assert len(live_waiting("research")) == 50
 
 
 def test_a_transition_is_stored_under_the_queue_the_engine_names():
     # The pod no longer waits once bound: the transition itself says which queue it was in.
-    bound = transition("nb-4", "Pending", "Binding", "cpu-2", ns="research", queue="batch")
+    bound = transition("nb-4", node="cpu-2", ns="research", queue="batch")
 
     store_cycle_report(make_report(T0 + 1, transitions=[bound]))
 
     assert PodTransition.objects.get().queue == "batch"
-    assert PodState.objects.get().queue == "batch"
+    assert TrackedPod.objects.get().queue == "batch"
 
 
 def test_live_state_forgets_queues_that_are_gone():
@@ -150,16 +184,15 @@ def test_a_late_report_does_not_replace_the_live_state():
     store_cycle_report(make_report(T0, queues=[queue("old")]))
 
     assert Cycle.objects.count() == 2
-    assert [q["name"] for q in live_summary()["queues"]] == ["new"]
+    assert [q.name for q in live_summary().queues] == ["new"]
 
 
 def test_risks_are_kept_in_the_live_state():
-    risk = {"namespace": "prod", "name": "too-big", "risk": "fits_no_node_shape",
-            "explanation": "no node shape fits 24 CPU"}  # fmt: skip
+    too_big = risk("too-big", RiskClass.FITS_NO_NODE_SHAPE, "no node shape fits 24 CPU")
 
-    store_cycle_report(make_report(risks=[risk]))
+    store_cycle_report(make_report(risks=[too_big]))
 
-    assert live_summary()["risks"] == [risk]
+    assert live_summary().risks == [too_big]
 
 
 def test_prune_deletes_history_older_than_the_retention(settings):
@@ -169,7 +202,7 @@ def test_prune_deletes_history_older_than_the_retention(settings):
         store_cycle_report(
             make_report(
                 T0 - age_days * day,
-                transitions=[transition(f"p{age_days}", "Pending", "Binding", "cpu-1")],
+                transitions=[transition(f"p{age_days}", node="cpu-1")],
             )
         )
 

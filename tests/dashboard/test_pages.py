@@ -8,8 +8,9 @@ import time
 import pytest
 
 from dashboard.tasks.history import store_cycle_report
+from scheduler.api.report import CheckState, PodState, RiskClass, TransitionKind
 from scheduler.config import default_config
-from tests.dashboard.test_history import make_report, queue, transition, waiting
+from tests.dashboard.test_history import make_report, queue, risk, transition, waiting
 
 pytestmark = pytest.mark.django_db
 
@@ -40,59 +41,25 @@ def demo_report(at: float | None = None) -> dict:
         waiting=[
             waiting("notebook-4", "research", gated=True, reason="queue research is full"),
             waiting("notebook-5", "research", gated=True, reason="queue research is full"),
-            waiting(
-                "highmem-0",
-                "prod",
-                gated=False,
-                namespace="prod",
-                reason="0 of 3 nodes have 4 CPU free",
-            ),
-            waiting(
-                "too-big",
-                "prod",
-                gated=False,
-                namespace="prod",
-                reason="0 of 3 nodes have 24 CPU free",
-            ),
-            {
-                **waiting(
-                    "web-0",
-                    "prod",
-                    gated=False,
-                    namespace="prod",
-                    reason="pipelined on cpu-3 until 1 pod finishes there",
-                ),
-                "state": "pipelined",
-                "node": "cpu-3",
-            },
+            waiting("highmem-0", "prod", gated=False, namespace="prod",
+                    reason="0 of 3 nodes have 4 CPU free"),
+            waiting("too-big", "prod", gated=False, namespace="prod",
+                    reason="0 of 3 nodes have 24 CPU free"),
+            waiting("web-0", "prod", gated=False, namespace="prod", state=PodState.PIPELINED,
+                    reason="pipelined on cpu-3 until 1 pod finishes there", node="cpu-3"),
         ],
         transitions=[
-            transition(
-                "web-0",
-                "Pending",
-                "Pipelined",
-                "cpu-3",
-                "waiting for resources to be released",
-                ns="prod",
-            ),
-            transition("etl-0", "Pending", "Binding", "cpu-1", "allocated", ns="batch"),
-            transition("etl-7", "Running", "Releasing", "cpu-3", "reclaimed by prod", ns="batch"),
-        ],  # fmt: skip
+            transition("web-0", TransitionKind.PIPELINED, "cpu-3",
+                       "waiting for resources to be released", ns="prod"),
+            transition("etl-0", TransitionKind.ALLOCATED, "cpu-1", "allocated", ns="batch"),
+            transition("etl-7", TransitionKind.EVICTED, "cpu-3", "reclaimed by prod", ns="batch",
+                       old=PodState.RUNNING),
+        ],
         risks=[
-            {
-                "namespace": "prod",
-                "name": "too-big",
-                "uid": "prod/too-big",
-                "queue": "prod",
-                "phase": "Admitted",
-                "risk": "fits_no_node_shape",
-                "check_state": "Retry",
-                "explanation": "no node shape fits 24 CPU",
-                "certain": True,
-                "pod_uids": ["uid-too-big"],
-            },
-        ],  # fmt: skip
-    )
+            risk("too-big", RiskClass.FITS_NO_NODE_SHAPE, "no node shape fits 24 CPU",
+                 check=CheckState.RETRY, pods=["uid-too-big"]),
+        ],
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -169,7 +136,7 @@ def test_a_long_queue_lists_its_first_pods_of_each_state_and_links_to_all(client
     assert 'Gated <span class="count">(60)</span>' in gated
     assert gated.count("waiting for queue capacity (gated)") == 50
     assert "research/job-049" in gated and "research/job-050" not in gated
-    assert '/pods/?queue=research&state=Gated">All 60 gated pods</a>' in gated
+    assert '/pods/?queue=research&state=gated">All 60 gated pods</a>' in gated
 
 
 def test_queue_page_has_charts_and_a_table_fallback(client, demo):
@@ -198,7 +165,7 @@ def test_an_unknown_queue_is_404_with_an_explanation(client, demo):
 
 
 def test_pods_filter_by_state_namespace_and_name(client, demo):
-    gated = client.get("/pods/?state=Gated").content.decode()
+    gated = client.get("/pods/?state=gated").content.decode()
     prod = client.get("/pods/?namespace=prod").content.decode()
     named = client.get("/pods/?name=HIGH").content.decode()
 
@@ -224,13 +191,15 @@ def test_pods_are_paginated(client):
 def test_a_pod_timeline_lists_its_transitions(client, demo):
     store_cycle_report(
         make_report(time.time() + 1,
-                    transitions=[transition("web-0", "Pipelined", "Binding", "cpu-3", "allocated",
-                                            ns="prod")])
+                    transitions=[transition("web-0", node="cpu-3", reason="allocated", ns="prod",
+                                            old=PodState.PIPELINED)])
     )  # fmt: skip
 
     page = client.get("/pods/prod/web-0/").content.decode()
 
-    assert page.index("Pending → Pipelined") < page.index("Pipelined → Binding")
+    assert page.index("pipelined</strong> (Waiting → Pipelined)") < page.index(
+        "allocated</strong> (Pipelined → Binding)"
+    )
 
 
 def test_an_unknown_pod_is_404(client, demo):

@@ -28,7 +28,7 @@ def test_schedule_once_binds_the_pods_and_kubectl_shows_their_nodes(sim, tmp_pat
     nodes = bound_nodes(sim)
     assert all(nodes.values()), nodes
     assert output.startswith("cycle act:")
-    assert "default/job-0: Pending -> Binding on n" in output
+    assert "default/job-0: allocated (waiting -> binding) on n" in output
     table = kubectl("get", "pods", "-o", "wide").stdout
     for name, node in nodes.items():
         row = next(line.split() for line in table.splitlines() if line.startswith(name))

@@ -99,7 +99,7 @@ def test_each_cycle_report_reaches_the_history_through_celery(
             wait_until(lambda: quietly(lambda: Cycle.objects.exists()), timeout=20, interval=0.2)
             wait_until(
                 lambda: (
-                    quietly(lambda: PodTransition.objects.filter(to_state="Binding").count()) == 2
+                    quietly(lambda: PodTransition.objects.filter(to_state="binding").count()) == 2
                 ),
                 interval=0.2,
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.api.report import PodState, TransitionKind
 from scheduler.service import SchedulerService
 from tests.kube.conftest import node, pod, queue, wait_until
 
@@ -40,12 +41,12 @@ def test_one_cycle_binds_the_pods_that_fit(sim, service):
     nodes = bound_nodes(sim)
     assert sum(1 for n in nodes.values() if n) == 4  # 2 nodes x 2 CPU, 1 CPU each
     assert (
-        sorted(t.to_status for t in report.transitions if t.to_status == "Binding")
-        == ["Binding"] * 4
+        sorted(t.to_state for t in report.transitions if t.kind is TransitionKind.ALLOCATED)
+        == [PodState.BINDING] * 4
     )
     # A queue's realCapability never exceeds the cluster's total (Volcano's capacity plugin),
     # so the fifth CPU is refused by the queue before any node is tried.
-    assert [w.reason for w in report.waiting] == [
+    assert [w.status.message for w in report.waiting] == [
         "queue resource quota insufficient: insufficient cpu"
     ]
 
@@ -60,7 +61,7 @@ def test_observe_mode_computes_the_same_decisions_and_writes_nothing(sim):
         observer.stop()
 
     assert report.mode == "observe"
-    assert len([t for t in report.transitions if t.to_status == "Binding"]) == 2
+    assert len([t for t in report.transitions if t.kind is TransitionKind.ALLOCATED]) == 2
     assert not any(bound_nodes(sim).values())
 
 

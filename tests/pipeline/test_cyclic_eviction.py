@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.api.report import TransitionKind
 from scheduler.config import SchedulerConfig, default_config
 from tests.gates.harness import Harness
 from tests.pipeline.workload import Recreator, make_pod
@@ -47,14 +48,14 @@ def play(persist: bool, seconds: int = 40) -> dict:
         transitions = [t for report in h.reports for t in report.transitions]
         return {
             "r_node": h.pod("r")["spec"].get("nodeName"),
-            "evictions": sum(1 for t in transitions if t.to_status == "Releasing"),
+            "evictions": sum(1 for t in transitions if t.kind is TransitionKind.EVICTED),
             "alpha_replacements_bound": sum(
                 1
                 for i in range(4, alpha.created)
                 if (p := _pod_or_none(h, f"alpha-{i}")) and p["spec"].get("nodeName")
             ),
             "r_pipelined": [
-                t.node for t in transitions if t.name == "r" and t.to_status == "Pipelined"
+                t.node for t in transitions if t.name == "r" and t.kind is TransitionKind.PIPELINED
             ],
         }
     finally:

@@ -10,6 +10,7 @@ import yaml
 
 from dashboard import kube
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from scheduler.api.report import TransitionKind
 from scheduler.config import default_config
 from simcluster.scenario import SCENARIO_DIR
 from tests.gates.harness import Harness, condition, gates
@@ -56,8 +57,8 @@ def test_the_demo_shows_every_state_within_a_minute(demo):
     assert nominated, "no web pod is pipelined"
     for p in nominated:
         assert waiting[p["metadata"]["name"]].state == "pipelined"
-        assert waiting[p["metadata"]["name"]].reason.startswith("pipelined on ")
-    evicted = [t for r in h.reports for t in r.transitions if t.to_status == "Releasing"]
+        assert waiting[p["metadata"]["name"]].status.message.startswith("pipelined on ")
+    evicted = [t for r in h.reports for t in r.transitions if t.kind is TransitionKind.EVICTED]
     assert evicted and all(t.name.startswith("etl-") for t in evicted)
 
     risks = {r.name: r for r in h.reports[-1].risks}

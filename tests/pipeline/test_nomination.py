@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from scheduler.api.report import TransitionKind
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.service import SchedulerService
 from tests.conftest import require_binary
@@ -54,7 +55,7 @@ def test_kubectl_shows_the_nominated_node_of_every_pipelined_pod(tmp_path):
         rows = {line.split()[0]: line.split() for line in out.splitlines()}
         pipelined = {
             t.name: t.node for report in h.reports for t in report.transitions
-            if t.to_status == "Pipelined"
+            if t.kind is TransitionKind.PIPELINED
         }  # fmt: skip
         assert pipelined == {"r": "n1"}
         header = subprocess.run(
@@ -95,7 +96,12 @@ def test_no_duplicate_pipeline_events_over_consecutive_cycles():
         assert h.pod("r")["status"]["nominatedNodeName"] == "n1"
         assert len(pipelined_events(h, "r")) == 1
         assert (
-            sum(1 for report in h.reports for t in report.transitions if t.to_status == "Pipelined")
+            sum(
+                1
+                for report in h.reports
+                for t in report.transitions
+                if t.kind is TransitionKind.PIPELINED
+            )
             == 1
         )
     finally:
@@ -118,7 +124,7 @@ def test_a_fresh_scheduler_worker_keeps_every_pipelined_decision():
         first = len(h.reports)
         h.step(35)
         later = [t for report in h.reports[first:] for t in report.transitions if t.name == "r"]
-        assert [(t.to_status, t.node) for t in later] == [("Binding", before)]  # no drift
+        assert [(t.kind, t.node) for t in later] == [(TransitionKind.ALLOCATED, before)]  # no drift
         assert h.pod("r")["spec"]["nodeName"] == before
         assert len(pipelined_events(h, "r")) == 1
     finally:
@@ -150,11 +156,11 @@ def test_preempt_evicts_lower_priority_pods_of_the_same_queue_and_pipelines():
         h.core.create_namespaced_pod("default", high)
         h.step(2)
         transitions = [t for report in h.reports for t in report.transitions]
-        evicted = sorted(t.name for t in transitions if t.to_status == "Releasing")
+        evicted = sorted(t.name for t in transitions if t.kind is TransitionKind.EVICTED)
         # Just enough of the lower-priority pods (all created in the same second: the UID
         # breaks the tie), never more.
         assert len(evicted) == 2 and all(name.startswith("low-") for name in evicted)
-        assert [(t.name, t.node) for t in transitions if t.to_status == "Pipelined"] == [
+        assert [(t.name, t.node) for t in transitions if t.kind is TransitionKind.PIPELINED] == [
             ("high", "n1")
         ]
         assert h.pod("high")["status"]["nominatedNodeName"] == "n1"

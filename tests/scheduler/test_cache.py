@@ -2,6 +2,7 @@
 
 import threading
 
+from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskStatus
 from scheduler.cache import RecordingClusterClient, SchedulerCache
 from scheduler.config import default_config
@@ -28,7 +29,7 @@ def test_handlers_add_update_delete():
     cache.delete_queue(queue("q"))
     snap = cache.snapshot()
     assert snap.nodes == {} and "ns/g" not in snap.jobs
-    assert snap.skipped["ns/g"] == "queue q does not exist"
+    assert snap.skipped["ns/g"] == Status(Code.QUEUE_INVALID, "cache", "queue q does not exist")
 
 
 def test_pod_queue_from_podgroup_then_annotation_then_default():
@@ -47,7 +48,9 @@ def test_pod_in_group_without_podgroup_is_skipped_with_a_reason():
     cache = SchedulerCache()
     cache.add_pod(pod("a", group="missing"))
     snap = cache.snapshot()
-    assert snap.jobs == {} and "podgroup ns/missing does not exist" in snap.skipped["ns/missing"]
+    assert snap.jobs == {}
+    assert snap.skipped["ns/missing"].code is Code.INVALID_OBJECT
+    assert snap.skipped["ns/missing"].message == "podgroup ns/missing does not exist"
 
 
 def test_snapshot_clones_tasks_but_shares_pods():

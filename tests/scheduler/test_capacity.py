@@ -2,9 +2,9 @@
 
 import pytest
 
-from scheduler.api.queue_info import QueueInfo
+from scheduler.api.queue_info import QueueCycleError, QueueInfo
 from scheduler.api.resource import Resource
-from scheduler.plugins.queue_tree import QueueCycleError, build_tree
+from scheduler.plugins.queue_tree import build_tree
 from tests.scheduler.uthelper import Scenario, binds, node, pg_status, pod, podgroup, queue, waiting
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from scheduler import registry
 from scheduler.api.task_info import TaskStatus
 from scheduler.cache import RecordingClusterClient
 from scheduler.config import ConfigError, SchedulerConfig, default_config
@@ -77,10 +78,12 @@ def test_config_parses_volcano_shape_and_rejects_unknown_names():
     assert config.tiers[0][1].arguments == {"leastrequested.weight": 2}
     assert SchedulerConfig.from_dict(config.to_dict()) == config
     with pytest.raises(ConfigError, match="unknown action 'shuffle'"):
-        SchedulerConfig.from_dict({"actions": "shuffle", "tiers": []})
-    with pytest.raises(ConfigError, match="unknown plugin 'drf'"):
-        SchedulerConfig.from_dict(
-            {"actions": "allocate", "tiers": [{"plugins": [{"name": "drf"}]}]}
+        registry.check(SchedulerConfig.from_dict({"actions": "shuffle", "tiers": []}))
+    with pytest.raises(ConfigError, match="unknown plugin 'nosuch'"):
+        registry.check(
+            SchedulerConfig.from_dict(
+                {"actions": "allocate", "tiers": [{"plugins": [{"name": "nosuch"}]}]}
+            )
         )
 
 

@@ -4,6 +4,7 @@ import copy
 
 import pytest
 
+from scheduler.api.report import PodState, TransitionKind
 from scheduler.api.task_info import TaskInfo
 from scheduler.cache import RecordingClusterClient, SchedulerCache
 from scheduler.config import SchedulerConfig, default_config
@@ -38,9 +39,9 @@ def test_our_gate_is_removed_when_the_queue_has_room_then_the_pod_binds():
     scenario = Scenario(nodes=[node("n1")], pods=[pod("p", gates=[GATE], opt_in=True)])
     report, client = scenario.run()
     assert [c[0] for c in client.calls] == ["remove_scheduling_gate", "bind"]
-    assert [(t.from_status, t.to_status) for t in report.transitions] == [
-        ("Gated", "Pending"),
-        ("Pending", "Binding"),
+    assert [(t.kind, t.from_state, t.to_state) for t in report.transitions] == [
+        (TransitionKind.GATE_REMOVED, PodState.GATED, PodState.WAITING),
+        (TransitionKind.ALLOCATED, PodState.WAITING, PodState.BINDING),
     ]
 
 
@@ -236,9 +237,9 @@ def test_observe_mode_removes_no_gate_but_reports_it():
     scenario = Scenario(nodes=[node("n1")], pods=[pod("p", gates=[GATE], opt_in=True)])
     report, client = scenario.run(act=False)
     assert client.calls == []
-    assert [(t.from_status, t.to_status) for t in report.transitions] == [
-        ("Gated", "Pending"),
-        ("Pending", "Binding"),
+    assert [(t.kind, t.from_state, t.to_state) for t in report.transitions] == [
+        (TransitionKind.GATE_REMOVED, PodState.GATED, PodState.WAITING),
+        (TransitionKind.ALLOCATED, PodState.WAITING, PodState.BINDING),
     ]
 
 

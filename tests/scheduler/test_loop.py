@@ -3,7 +3,10 @@
 import json
 import random
 
+from scheduler.api.report import CycleReport, TransitionKind
+from scheduler.cache import RecordingClusterClient
 from scheduler.config import SchedulerConfig
+from scheduler.loop import run_cycle
 from tests.scheduler.uthelper import Scenario, binds, node, pod, podgroup, queue, waiting
 
 
@@ -34,7 +37,8 @@ def test_report_is_json_serialisable_and_complete():
               pod("c", queue="q", gates=["x/y"], created=2)],
     )  # fmt: skip
     report, _ = scenario.run()
-    data = json.loads(json.dumps(report.to_dict()))
+    data = json.loads(json.dumps(report.to_json()))
+    assert CycleReport.from_json(data) == report  # one schema, both ways
     assert set(data) >= {"started_at", "duration_s", "action_durations_s", "queues",
                          "transitions", "waiting", "mode"}  # fmt: skip
     assert set(data["action_durations_s"]) == {
@@ -46,10 +50,13 @@ def test_report_is_json_serialisable_and_complete():
     }
     q = next(x for x in data["queues"] if x["name"] == "q")
     assert q["capability"]["cpu"] == 1000 and q["allocated"] == {"cpu": 1000, "memory": 2**30}
-    assert q["counts"]["gated"] == 1 and q["counts"]["unschedulable"] == 1
+    # b waits for its queue's capability, c for a foreign gate: neither lacks a node.
+    assert q["counts"]["gated"] == 1 and q["counts"]["waiting"] == 1
+    assert q["counts"]["unschedulable"] == 0
     assert data["transitions"] == [{"namespace": "ns", "name": "a", "uid": "uid-ns-a",
-                                    "from_status": "Pending", "to_status": "Binding",
-                                    "node": "n1", "reason": "allocated", "queue": "q"}]  # fmt: skip
+                                    "kind": "allocated", "from_state": "waiting",
+                                    "to_state": "binding", "node": "n1", "message": "allocated",
+                                    "queue": "q"}]  # fmt: skip
     assert set(waiting(report)) == {"ns/b", "ns/c"}
 
 
@@ -59,7 +66,7 @@ def test_observe_mode_writes_nothing_but_reports_the_same_decisions():
     observed, client = scenario.run(act=False)
     assert client.calls == []
     assert observed.mode == "observe"
-    assert [t.to_dict() for t in observed.transitions] == [t.to_dict() for t in acted.transitions]
+    assert [t.to_json() for t in observed.transitions] == [t.to_json() for t in acted.transitions]
 
 
 def test_a_bound_pod_is_not_bound_again_next_cycle():
@@ -132,7 +139,7 @@ def test_pipelined_when_only_releasing_resources_fit():
     report, client = scenario.run()
     assert binds(client) == {}
     assert client.of("patch_nominated_node") == [("patch_nominated_node", "ns/new", "n1")]
-    assert [(t.to_status, t.node) for t in report.transitions] == [("Pipelined", "n1")]
+    assert [(t.kind, t.node) for t in report.transitions] == [(TransitionKind.PIPELINED, "n1")]
     cond = [c for c in client.of("patch_pod_condition") if c[1] == "ns/new"][0][2]
     assert "once resource is released" in cond["message"]
 
@@ -149,11 +156,12 @@ def test_failed_bind_is_reported_and_retried_next_cycle():
     from scheduler.loop import run_cycle
 
     cache = Scenario(nodes=[node("n1")], pods=[pod("p")]).cache()
-    client = RecordingClusterClient(fail_bind={"ns/p"})
+    client = RecordingClusterClient(fail={("bind", "ns/p")})
     report = run_cycle(cache, None, client, now=0)
     assert report.errors and "bind ns/p to n1" in report.errors[0]
-    assert report.transitions[0].reason.startswith("bind failed")
-    client.fail_bind.clear()
+    assert report.transitions[0].kind is TransitionKind.BIND_FAILED
+    assert report.transitions[0].message.startswith("bind failed")
+    client.fail.clear()
     run_cycle(cache, None, client, now=1)
     assert client.binds() == {"ns/p": "n1"}
 
@@ -175,3 +183,17 @@ def test_higher_priority_task_of_a_job_is_placed_first():
     )  # fmt: skip
     _, client = scenario.run()
     assert binds(client) == {"ns/high": "n1"}
+
+
+def test_a_refused_status_write_is_recorded_and_the_cycle_goes_on():
+    # The PodGroup was deleted between the snapshot and its status write (404): the cycle
+    # still binds what it placed and reports the refusal, naming the object.
+    scenario = Scenario(
+        nodes=[node("n1")],
+        podgroups=[podgroup("g", 1, queue="default")],
+        pods=[pod("a", group="g"), pod("b")],
+    )
+    client = RecordingClusterClient(fail={("patch_podgroup_status", "ns/g")})
+    report = run_cycle(scenario.cache(), None, client, now=0)
+    assert client.binds() == {"ns/a": "n1", "ns/b": "n1"}
+    assert any(e.startswith("podgroup ns/g: update status:") for e in report.errors)

@@ -12,6 +12,7 @@ import copy
 
 import pytest
 
+from scheduler.api.report import PodState, TransitionKind
 from scheduler.api.task_info import TaskStatus
 from scheduler.cache import RecordingClusterClient, SchedulerCache
 from scheduler.config import SchedulerConfig, default_config
@@ -60,8 +61,8 @@ def pipelined_events(client: RecordingClusterClient) -> list[tuple]:
 def test_cache_task_becomes_pipelined_and_node_reserves_its_resources():
     cache, client = picture(), RecordingClusterClient()
     report = cycle(cache, client)
-    assert [(t.name, t.to_status, t.node) for t in report.transitions] == [
-        ("waiter", "Pipelined", "n1")
+    assert [(t.name, t.kind, t.node) for t in report.transitions] == [
+        ("waiter", TransitionKind.PIPELINED, "n1")
     ]
     task, snap = cached_task(cache, "waiter")
     assert task.status == TaskStatus.PIPELINED and task.node_name == "n1"
@@ -168,8 +169,8 @@ def test_problem_1_pipelined_task_is_allocated_in_place_once_resources_free():
     cache.delete_pod(releasing("leaving", "3", "n1"))  # the terminating pod is gone
     report = cycle(cache, client, now=1.0)
     assert client.binds() == {"ns/waiter": "n1"}
-    assert [(t.name, t.from_status, t.to_status) for t in report.transitions] == [
-        ("waiter", "Pending", "Binding")
+    assert [(t.name, t.kind, t.from_state) for t in report.transitions] == [
+        ("waiter", TransitionKind.ALLOCATED, PodState.PIPELINED)
     ]
     task, snap = cached_task(cache, "waiter")
     assert task.status == TaskStatus.BINDING  # problem 5: Pipelined -> Binding in the cache
@@ -196,7 +197,7 @@ def test_problem_2_stale_reservation_is_released_and_the_task_moves_on():
     cache.delete_pod(releasing("leaving", "3", "n1"))
     cache.add_pod(pod("intruder", "3", node_name="n1", scheduler="default-scheduler"))
     report = cycle(cache, client, now=1.0)
-    assert ("Pipelined", "Pending") in [(t.from_status, t.to_status) for t in report.transitions]
+    assert TransitionKind.UNPIPELINED in [t.kind for t in report.transitions]
     assert client.of("patch_nominated_node")[-1] == ("patch_nominated_node", "ns/waiter", None)
     task, snap = cached_task(cache, "waiter")
     assert task.status == TaskStatus.PENDING and task.node_name == ""

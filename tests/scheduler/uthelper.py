@@ -127,4 +127,4 @@ def pg_status(client: RecordingClusterClient) -> dict[str, dict]:
 
 
 def waiting(report: CycleReport) -> dict[str, str]:
-    return {f"{w.namespace}/{w.name}": w.reason for w in report.waiting}
+    return {f"{w.namespace}/{w.name}": w.status.message for w in report.waiting}

@@ -67,8 +67,12 @@ class Command(BaseCommand):
         )
         for t in report.transitions:
             node = f" on {t.node}" if t.node else ""
-            self.stdout.write(f"  {t.namespace}/{t.name}: {t.from_status} -> {t.to_status}{node}")
+            self.stdout.write(
+                f"  {t.namespace}/{t.name}: {t.kind} ({t.from_state} -> {t.to_state}){node}"
+            )
         for w in report.waiting:
-            self.stdout.write(f"  waiting {w.namespace}/{w.name} (queue {w.queue}): {w.reason}")
+            self.stdout.write(
+                f"  waiting {w.namespace}/{w.name} (queue {w.queue}): {w.state}: {w.status}"
+            )
         for error in report.errors:
             self.stderr.write(f"  error: {error}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from scheduler.admission.node_groups import load_node_groups
-from simcluster.scenario import resolve
+from simcluster.catalog import resolve
 from tests.simcluster.api.helpers import http
 
 ROOT = Path(__file__).resolve().parents[3]

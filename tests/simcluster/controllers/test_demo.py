@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduler.api.node_matching import node_accepts
 from scheduler.api.quantity import parse_resource_list
-from simcluster.scenario import resolve
+from simcluster.catalog import resolve
 
 GATE = "scheduling.volcano.sh/queue-allocation-gate"
 

@@ -5,8 +5,9 @@ import time
 import pytest
 
 from scheduler.clock import VirtualClock, WallClock
+from simcluster.catalog import resolve
 from simcluster.runtime import Simulation
-from simcluster.scenario import parse, resolve
+from simcluster.scenario import parse
 from simcluster.store import Store
 
 START = 1_700_000_000.0

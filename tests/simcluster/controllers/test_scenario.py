@@ -4,7 +4,8 @@ import textwrap
 
 import pytest
 
-from simcluster.scenario import generate, load_file, parse, resolve
+from simcluster.catalog import resolve
+from simcluster.scenario import generate, load_file, parse
 from simcluster.scenario_objects import ScenarioError
 
 GOOD = """

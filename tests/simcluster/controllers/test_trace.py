@@ -6,7 +6,7 @@ import csv
 import zlib
 
 from scheduler.api.quantity import parse_resource_list
-from simcluster.scenario import resolve
+from simcluster.catalog import resolve
 from simcluster.trace import POD_CSV, load_openb, queue_for
 
 

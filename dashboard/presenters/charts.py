@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import plotly.io as pio
 
+from scheduler.api.report import PodState
+
 STATE_COLOURS = {
-    "running": "#1f883d",
-    "gated": "#8250df",
-    "pipelined": "#0b6bcb",
-    "unschedulable": "#c62828",
-    "pending": "#b35900",
+    PodState.RUNNING: "#1f883d",
+    PodState.GATED: "#8250df",
+    PodState.WAITING: "#b35900",
+    PodState.PIPELINED: "#0b6bcb",
+    PodState.UNSCHEDULABLE: "#c62828",
 }
 CPU_FIELDS = ("allocated", "reserved", "deserved", "capability")
 DASHES = {"deserved": "dash", "capability": "dot"}
@@ -56,13 +58,14 @@ def cpu_series(samples: list[dict], field: str) -> list[float]:
 
 
 def pod_counts_figure(rows: list[dict], *, time_key: str = "at") -> dict:
-    """Pods by state over time; rows hold the counts directly or under ``counts``."""
+    """Pods by state over time; rows hold the counts (by state value) directly or under
+    ``counts``."""
     at = [r[time_key].isoformat() for r in rows]
     traces = []
     for state, colour in STATE_COLOURS.items():
-        values = [(r.get("counts") or r).get(state) for r in rows]
+        values = [(r.get("counts") or r).get(state.value) for r in rows]
         if any(v is not None for v in values):
-            traces.append(_line(at, values, state, color=colour))
+            traces.append(_line(at, values, state.value, color=colour))
     return _figure(traces, "Pods by state", "pods")
 
 

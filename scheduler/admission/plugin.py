@@ -1,0 +1,127 @@
+"""The node-capacity check (Kueue KEP-3211, "Check node capacity before workload admission")
+as a plugin of the enqueue action: PodGroup Pending -> Inqueue.
+
+The scheduler attaches it in its own tier after the configured ones, so its ``job_enqueueable``
+runs after the queue plugin's: as in Kueue, only a job its queue accepted is evaluated. Ready
+admits; Retry and Pending keep the PodGroup Pending with a ``NodeCapacityAvailable`` condition
+and, when the state or reason changes, an event that says why. At the session's end it forgets
+the PodGroups that are gone and works out every pending workload's false-admission risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scheduler.admission.check import CONDITION_TYPE, CheckResult
+from scheduler.admission.context import AdmissionContext
+from scheduler.admission.report import workload_risks, workload_uid
+from scheduler.admission.source import as_datetime
+from scheduler.api.job_info import JobInfo
+from scheduler.api.report import CheckState, WorkloadRisk
+from scheduler.api.status import SUCCESS, Code, Status
+from scheduler.api.task_info import TaskStatus
+from scheduler.plugins.base import Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+
+_COMPARED = ("status", "reason", "message")
+
+
+class NodeCapacityPlugin(Plugin):
+    name = "nodecapacity"
+
+    def __init__(self, context: AdmissionContext) -> None:
+        super().__init__()
+        self.context = context
+        self.risks: list[WorkloadRisk] = []
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        if self.context.enabled:
+            ssn.job_enqueueable_fns.append(self.job_enqueueable)
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Forget PodGroups that no longer exist; the risks of those still waiting."""
+        invalid = (job for job, _ in ssn.invalid_jobs.values())
+        jobs = [*ssn.jobs.values(), *invalid, *ssn.skipped_jobs.values()]
+        self.context.checker.retain({workload_uid(j) for j in jobs})
+        self.risks = workload_risks(ssn.jobs.values(), self.context)
+
+    def job_enqueueable(self, job: JobInfo) -> Status:
+        """Admit ``job`` if the check says Ready; otherwise why it stays Pending."""
+        ctx = self.context
+        uid = workload_uid(job)
+        result = ctx.checker.check(
+            _identity(job, uid), _unbound_pods(job), ctx.snapshot, as_datetime(self.ssn.now)
+        )
+        ctx.results[uid] = result
+        if result.state is CheckState.PENDING:
+            ctx.request_snapshot()
+        _record(self.ssn, job, result)
+        if result.admit:
+            ctx.checker.forget(uid)  # an admitted PodGroup is never checked again
+            return SUCCESS
+        message = f"node-capacity check {result.state.value}: {result.message}"
+        return Status(Code.ADMISSION_HELD, self.name, message)
+
+
+def _identity(job: JobInfo, uid: str) -> Mapping[str, Any]:
+    if job.podgroup is not None:
+        return job.podgroup
+    return {"metadata": {"uid": uid, "namespace": job.namespace, "name": job.name}}
+
+
+def _unbound_pods(job: JobInfo) -> list[Mapping[str, Any]]:
+    """The pods still to place; bound Guaranteed pods are already in the snapshot."""
+    pending = job.index.get(TaskStatus.PENDING, {}).values()
+    return [t.pod for t in sorted(pending, key=lambda t: (t.creation, t.uid))]
+
+
+def _record(ssn: Session, job: JobInfo, result: CheckResult) -> None:
+    """Condition on the PodGroup (merged with the others) and an event when something changed.
+
+    A workload admitted without evaluation (not Guaranteed) carries nothing, unless it had been
+    held before: then its condition turns True.
+    """
+    target = job.podgroup
+    current = _condition(target) if target is not None else None
+    checked = result.evaluation is None or result.evaluation.checked
+    if result.admit and not checked and current is None:
+        return
+    if target is None:  # a pod without a PodGroup: the event goes on the pod itself
+        tasks = sorted(job.tasks.values(), key=lambda t: (t.creation, t.uid))
+        target = tasks[0].pod if tasks else None
+    elif _differs(current, result.condition()):
+        _set_condition(ssn, job, result.condition())
+    event = result.event()
+    if event is not None and target is not None:
+        ssn.writer.event(target, event["type"], event["reason"], event["message"])
+
+
+def _condition(podgroup: Mapping[str, Any]) -> dict | None:
+    for condition in (podgroup.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == CONDITION_TYPE:
+            return condition
+    return None
+
+
+def _differs(current: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    return current is None or any(current.get(k) != new[k] for k in _COMPARED)
+
+
+def _set_condition(ssn: Session, job: JobInfo, condition: dict) -> None:
+    """Patch the conditions list with ours replaced, keeping every other condition.
+
+    The session's copy of the PodGroup is updated too, so the status written after the
+    actions (``record_job_status``, which rebuilds the list from it) keeps our condition.
+    """
+    podgroup = job.podgroup
+    if podgroup is None:
+        return
+    status = dict(podgroup.get("status") or {})
+    others = [c for c in status.get("conditions") or [] if c.get("type") != CONDITION_TYPE]
+    status["conditions"] = [*others, condition]
+    job.podgroup = {**podgroup, "status": status}
+    ssn.writer.podgroup_status(job.podgroup, {"conditions": status["conditions"]})
