@@ -168,7 +168,7 @@ SLUICE_SCHEDULER_NAMES = [
     n.strip() for n in os.environ.get("SLUICE_SCHEDULER_NAMES", "volcano").split(",") if n.strip()
 ]
 
-# -- Node-capacity admission check (seed 004) ---------------------------------------------------
+# -- Node-capacity admission check (Kueue KEP-3211) ---------------------------------------------------
 # Off by default: a held workload's gated pods stay gated, so an autoscaler would never add the
 # node it needs. The snapshot and the risk report run either way.
 SLUICE_ADMISSION_CHECK = env_bool("SLUICE_ADMISSION_CHECK", False)

@@ -40,7 +40,7 @@ class SchedulerConfig:
     tiers: tuple[tuple[PluginOption, ...], ...]
     scheduler_name: str = "volcano"
     configurations: tuple[PluginOption, ...] = ()  # per-action arguments
-    # Seed 002: pipeline decisions persist in the cache across cycles. False restores
+    # Volcano's pipeline cache persistence design (issue #5044): pipeline decisions persist in the cache across cycles. False restores
     # Volcano's behaviour before it (decisions end with the cycle), for comparison.
     pipeline_persistence: bool = True
 
@@ -122,7 +122,7 @@ class SchedulerConfig:
 
 @dataclass(frozen=True)
 class EnqueueArguments:
-    """The enqueue action's arguments: the node-capacity admission check (seed 004).
+    """The enqueue action's arguments: the node-capacity admission check (Kueue KEP-3211 (KEP PR #5042)).
 
     The check runs only when the scheduler is also given a capacity snapshot source; these
     arguments then decide whether it may hold workloads back, and how.

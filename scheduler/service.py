@@ -99,7 +99,7 @@ class SchedulerService:
             self.gate_pool = GateRemovalPool(self.cluster)
             gate_remover = self.gate_pool.submit
         self.gate_remover = gate_remover
-        # nominatedNodeName patches leave the cycle too (seed 002: Cache.pipeline's goroutine).
+        # nominatedNodeName patches leave the cycle too (the pipeline cache persistence design: Cache.Pipeline's goroutine).
         self.cache.async_writes = (
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="status") if act else None
         )

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from simcluster.autoscaler.common import NodeGroup
+from simcluster.autoscaler.common import ScalingGroup
 from simcluster.scenario_objects import (
     ScenarioError,
     Where,
@@ -57,7 +57,7 @@ class Scenario:
     namespaces: list[dict] = field(default_factory=list)
     nodes: list[dict] = field(default_factory=list)
     queues: list[dict] = field(default_factory=list)
-    node_groups: list[NodeGroup] = field(default_factory=list)
+    node_groups: list[ScalingGroup] = field(default_factory=list)
     arrivals: list[Arrival] = field(default_factory=list)
     startup_delay: float = 1.0
     delete_completed: bool = False
@@ -152,14 +152,14 @@ def _queue(item: Any, where: Where) -> dict:
     }
 
 
-def _node_group(item: Any, where: Where) -> NodeGroup:
+def _node_group(item: Any, where: Where) -> ScalingGroup:
     check_keys(item, {"name", "min", "max", "provisionDelay", "template"}, where)
     name = need(item, "name", str, where)
     where = where.named(name)
     template = item.get("template") or {}
     check_keys(template, {"labels", "taints", "capacity"}, where.sub("template"))
     try:
-        return NodeGroup(
+        return ScalingGroup(
             name=name,
             labels={str(k): str(v) for k, v in (template.get("labels") or {}).items()},
             taints=list(template.get("taints") or []),
@@ -199,7 +199,7 @@ def generate(
         {"cpu": "2", "memory": "4Gi"},
     ),
     gate: bool = True,
-    node_groups: list[NodeGroup] | None = None,
+    node_groups: list[ScalingGroup] | None = None,
     seed: int = 0,
 ) -> Scenario:
     """A random but reproducible scenario: Poisson arrivals spread round-robin over queues."""

@@ -53,7 +53,7 @@ class ExplainedPod:
 
 
 @dataclass(frozen=True)
-class PodGroup:
+class StateGroup:
     state: PodState
     count: int
     pods: list[ExplainedPod] = field(default_factory=list)
@@ -64,7 +64,7 @@ def explained_groups(
     risks: Sequence[WorkloadRisk],
     gate_removed: set[str],
     shown: int = SHOWN_PER_STATE,
-) -> list[PodGroup]:
+) -> list[StateGroup]:
     """Each state's count and its first ``shown`` pods with why they wait, in words (there
     may be thousands; only those shown are put into words)."""
     by_pod = risks_by_pod(risks)
@@ -74,7 +74,7 @@ def explained_groups(
         return ExplainedPod(pod, reason)
 
     return [
-        PodGroup(state, len(pods), [explained(p) for p in pods[:shown]])
+        StateGroup(state, len(pods), [explained(p) for p in pods[:shown]])
         for state, pods in groups.items()
     ]
 

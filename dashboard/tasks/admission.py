@@ -1,4 +1,4 @@
-"""The resource monitor of seed 004 under Celery: ``refresh_capacity_snapshot`` (queue
+"""The resource monitor of Kueue KEP-3211 under Celery: ``refresh_capacity_snapshot`` (queue
 ``default``) lists nodes and pods and keeps the capacity snapshot in Redis.
 
 Beat sends it every ``SLUICE_ADMISSION_REFRESH_S`` seconds; the scheduler asks for one at once
@@ -20,7 +20,7 @@ from kubernetes.config import ConfigException
 from dashboard import kube
 from dashboard.health import broker_client
 from scheduler.admission.context import Admission, NodeGroupSource
-from scheduler.admission.monitor import Snapshot
+from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroupError, load_node_groups, sized_for
 from scheduler.admission.source import fetch_snapshot
 from scheduler.config import SchedulerConfig, default_config
@@ -57,7 +57,7 @@ def refresh_capacity_snapshot() -> dict | None:
     return summary
 
 
-def store_snapshot(client: redis.Redis, snapshot: Snapshot) -> None:
+def store_snapshot(client: redis.Redis, snapshot: CapacitySnapshot) -> None:
     keep = max(1, int(settings.SLUICE_ADMISSION_REFRESH_S * _KEEP_PERIODS))
     with client.pipeline(transaction=True) as pipe:
         pipe.set(SNAPSHOT_KEY, json.dumps(snapshot.to_json()), ex=keep)
@@ -71,9 +71,9 @@ class StoredSnapshot:
     def __init__(self) -> None:
         self._client: redis.Redis | None = None  # one connection pool for the worker's life
         self._taken: bytes | None = None
-        self._snapshot: Snapshot | None = None
+        self._snapshot: CapacitySnapshot | None = None
 
-    def __call__(self) -> Snapshot | None:
+    def __call__(self) -> CapacitySnapshot | None:
         try:
             client = self._client = self._client or broker_client()
             taken = client.get(SNAPSHOT_TAKEN_KEY)
@@ -81,7 +81,7 @@ class StoredSnapshot:
                 self._taken, self._snapshot = None, None
             elif taken != self._taken:
                 raw = client.get(SNAPSHOT_KEY)
-                self._snapshot = Snapshot.from_json(json.loads(raw)) if raw else None
+                self._snapshot = CapacitySnapshot.from_json(json.loads(raw)) if raw else None
                 self._taken = taken if raw else None
         except (redis.RedisError, OSError) as exc:
             log.warning("capacity snapshot unreadable: %s", exc, extra={"object": SNAPSHOT_KEY})

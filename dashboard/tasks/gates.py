@@ -1,4 +1,5 @@
-"""``remove_gate`` on queue ``gates``: lift the queue-allocation gate from one pod (seed 000).
+"""``remove_gate`` on queue ``gates``: lift the queue-allocation gate from one pod
+(Volcano's gate-controlled scheduling design).
 
 The scheduling cycle queues this and never waits for it. The task reads the pod fresh, leaves it
 alone when it is gone, already ungated or replaced (another UID), and patches with the pod's

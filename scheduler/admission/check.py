@@ -3,7 +3,7 @@
 The enqueue action (PodGroup Pending -> Inqueue) asks ``AdmissionChecker.check(...)`` for a
 PodGroup that already passed its queue's capability check:
 
-* ``Ready``   — admit (move to Inqueue). The workload fits, or it is not Guaranteed (the seed
+* ``Ready``   — admit (move to Inqueue). The workload fits, or it is not Guaranteed (the KEP
   admits those unchecked), or the verdict is unknown and ``admit_unknown`` is set.
 * ``Retry``   — keep the PodGroup Pending; do not evaluate again before ``retry_at``
   (default 60 s later). Calls before then return the same result without work.
@@ -22,10 +22,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate_workload
-from scheduler.admission.monitor import Snapshot
+from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.api.report import CheckState
 
-CHECK_NAME = "ReduceFalseAdmissions"  # the seed's admission check name
+CHECK_NAME = "ReduceFalseAdmissions"  # the admission check's name in Kueue KEP-3211
 CONDITION_TYPE = "NodeCapacityAvailable"
 DEFAULT_RETRY_AFTER_S = 60.0
 
@@ -92,7 +92,7 @@ class AdmissionChecker:
         self,
         podgroup: Mapping[str, Any],
         pods: Sequence[Mapping[str, Any]],
-        snapshot: Snapshot | None,
+        snapshot: CapacitySnapshot | None,
         now: datetime,
     ) -> CheckResult:
         """The check's state for this PodGroup now; evaluates only when a decision is due."""
@@ -122,7 +122,7 @@ class AdmissionChecker:
             del self._results[uid]
 
     def _decide(
-        self, pods: Sequence[Mapping[str, Any]], snapshot: Snapshot | None, now: datetime
+        self, pods: Sequence[Mapping[str, Any]], snapshot: CapacitySnapshot | None, now: datetime
     ) -> CheckResult:
         if snapshot is None:
             text = "waiting for the first node-capacity snapshot"

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.admission.check import AdmissionChecker, CheckResult
-from scheduler.admission.monitor import Snapshot
+from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroup
 from scheduler.config import EnqueueArguments, SchedulerConfig
 
-SnapshotSource = Callable[[], Snapshot | None]
-NodeGroupSource = Callable[[Snapshot], Sequence[NodeGroup]]
+SnapshotSource = Callable[[], CapacitySnapshot | None]
+NodeGroupSource = Callable[[CapacitySnapshot], Sequence[NodeGroup]]
 DEFAULT_REFRESH_REQUEST_S = 10.0
 
 
@@ -28,7 +28,7 @@ class AdmissionContext:
     """What one cycle knows about node capacity, and what enqueue decided with it."""
 
     checker: AdmissionChecker
-    snapshot: Snapshot | None
+    snapshot: CapacitySnapshot | None
     enabled: bool = True  # False: risks only, the check never holds a workload
     node_groups: Sequence[NodeGroup] = ()
     risk_cache: dict = field(default_factory=dict)  # podgroup uid -> (key, WorkloadRisk)
@@ -60,7 +60,7 @@ class Admission:
         self.refresh_request_interval_s = refresh_request_interval_s
         self.risk_cache: dict = {}
         self._last_request = float("-inf")
-        self._groups: tuple[Snapshot | None, Sequence[NodeGroup]] = (None, ())
+        self._groups: tuple[CapacitySnapshot | None, Sequence[NodeGroup]] = (None, ())
 
     @classmethod
     def for_config(
@@ -81,7 +81,7 @@ class Admission:
             request_snapshot=self._request_snapshot,
         )
 
-    def _groups_for(self, snapshot: Snapshot | None) -> Sequence[NodeGroup]:
+    def _groups_for(self, snapshot: CapacitySnapshot | None) -> Sequence[NodeGroup]:
         """Node groups sized for ``snapshot``, worked out once per snapshot."""
         if self.node_groups is None or snapshot is None:
             return ()

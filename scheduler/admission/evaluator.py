@@ -1,4 +1,4 @@
-"""Evaluator (seed 004): can every pod of a workload be placed on the snapshot's nodes?
+"""Evaluator (Kueue KEP-3211): can every pod of a workload be placed on the snapshot's nodes?
 
 Pods are sized by their limits (``basis="limits"``) and may only use nodes that
 ``scheduler.api.node_matching`` accepts; pods share the nodes' remaining capacity.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.admission.monitor import GUARANTEED, Basis, Snapshot, pod_demand, qos_class
+from scheduler.admission.monitor import GUARANTEED, Basis, CapacitySnapshot, pod_demand, qos_class
 from scheduler.admission.packing import Packing, exact_search, greedy, overload, pod_without_node
 from scheduler.api import node_matching
 from scheduler.api.quantity import PODS, format_resource
@@ -52,9 +52,12 @@ def pod_key(pod: Mapping[str, Any]) -> str:
 
 
 def evaluate_workload(
-    pods: Sequence[Mapping[str, Any]], snapshot: Snapshot, *, budget_s: float = DEFAULT_BUDGET_S
+    pods: Sequence[Mapping[str, Any]],
+    snapshot: CapacitySnapshot,
+    *,
+    budget_s: float = DEFAULT_BUDGET_S,
 ) -> Evaluation:
-    """The seed's admission rule: check Guaranteed workloads by limits, admit the others."""
+    """The KEP's admission rule: check Guaranteed workloads by limits, admit the others."""
     for pod in pods:
         qos = qos_class(pod)
         if qos != GUARANTEED:
@@ -65,7 +68,7 @@ def evaluate_workload(
 
 def evaluate(
     pods: Sequence[Mapping[str, Any]],
-    snapshot: Snapshot,
+    snapshot: CapacitySnapshot,
     *,
     basis: Basis = "limits",
     budget_s: float = DEFAULT_BUDGET_S,
@@ -124,14 +127,14 @@ def _decide(packing: Packing, deadline: float, n_pods: int) -> tuple[Verdict, st
     return Verdict.UNKNOWN, "budget", None, outcome.states
 
 
-def _node_dicts(snapshot: Snapshot) -> list[dict[str, Any]]:
+def _node_dicts(snapshot: CapacitySnapshot) -> list[dict[str, Any]]:
     cached = snapshot.mask_cache.get("__nodes__")
     if cached is None:
         cached = snapshot.mask_cache["__nodes__"] = [n.as_node() for n in snapshot.nodes]
     return cached
 
 
-def node_mask(snapshot: Snapshot, signature: node_matching.PodConstraints) -> np.ndarray:
+def node_mask(snapshot: CapacitySnapshot, signature: node_matching.PodConstraints) -> np.ndarray:
     """Suitable nodes for pods with this signature, cached on the (immutable) snapshot."""
     mask = snapshot.mask_cache.get(signature)
     if mask is None:
@@ -143,7 +146,7 @@ def node_mask(snapshot: Snapshot, signature: node_matching.PodConstraints) -> np
     return mask
 
 
-def capacity_matrix(snapshot: Snapshot, resources: Sequence[str]) -> np.ndarray:
+def capacity_matrix(snapshot: CapacitySnapshot, resources: Sequence[str]) -> np.ndarray:
     """Remaining capacity [nodes, resources], negatives clamped to 0, cached per resource list."""
     key = ("__capacity__", tuple(resources))
     matrix = snapshot.mask_cache.get(key)
@@ -158,7 +161,7 @@ def capacity_matrix(snapshot: Snapshot, resources: Sequence[str]) -> np.ndarray:
 
 
 def _packing(
-    snapshot: Snapshot,
+    snapshot: CapacitySnapshot,
     demands: Sequence[Mapping[str, int]],
     signatures: Sequence[Any],
     resources: Sequence[str],
@@ -176,7 +179,7 @@ def _explain_cannot_fit(
     method: str,
     pods: Sequence[Any],
     keys: Sequence[str],
-    snapshot: Snapshot,
+    snapshot: CapacitySnapshot,
     resources: Sequence[str],
     signatures: Sequence[Any],
     states: int,
@@ -210,7 +213,7 @@ def _explain_pod(
     packing: Packing,
     pod: int,
     key: str,
-    snapshot: Snapshot,
+    snapshot: CapacitySnapshot,
     resources: Sequence[str],
     signature: Any,
 ) -> str:

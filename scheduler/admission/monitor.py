@@ -1,9 +1,9 @@
-"""Resource monitor (seed 004): what each node has left after its Guaranteed-QoS pods.
+"""Resource monitor (Kueue KEP-3211 (KEP PR #5042)): what each node has left after its Guaranteed-QoS pods.
 
 ``build_snapshot(nodes, pods, now)`` turns lists of Kubernetes node and pod dicts into a
-``Snapshot`` shaped like the seed's Go structs (``LastCheck``; per node name, uid, labels,
+``CapacitySnapshot`` shaped like the KEP's Go structs (``LastCheck``; per node name, uid, labels,
 taints, remaining resources and the Guaranteed pods on it). Only Guaranteed pods reserve
-capacity; Burstable and BestEffort pods are ignored, as the seed decides. Resources are in
+capacity; Burstable and BestEffort pods are ignored, as the KEP decides. Resources are in
 ``scheduler.api.quantity`` engine units (CPU millicores, memory bytes, extended milli-units).
 """
 
@@ -86,7 +86,7 @@ def pod_demand(pod: Mapping[str, Any], basis: Basis = "limits") -> dict[str, int
 
     App containers and sidecars (restartable init containers) add up; a regular init container
     runs alone beside the sidecars started before it, so the pod needs the larger of the two;
-    ``spec.overhead`` is added. ``basis="limits"`` uses limits (the seed's rule for Guaranteed
+    ``spec.overhead`` is added. ``basis="limits"`` uses limits (the KEP's rule for Guaranteed
     pods); ``"limits_or_requests"`` uses a resource's limit and, where absent, its request.
     """
     spec = pod.get("spec") or {}
@@ -138,21 +138,21 @@ class NodeUsage:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class CapacitySnapshot:
     last_check: datetime
     nodes: list[NodeUsage]
     # Node masks per scheduling signature; lives and dies with this immutable snapshot.
     mask_cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON with the seed's field names, for a cache or a Celery result."""
+        """Plain JSON with the KEP's field names, for a cache or a Celery result."""
         return {
             "last_check": self.last_check.isoformat(),
             "nodes": [_node_json(n) for n in self.nodes],
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+    def from_json(cls, data: Mapping[str, Any]) -> CapacitySnapshot:
         nodes = [
             NodeUsage(
                 node_name=n["node_name"],
@@ -224,8 +224,8 @@ def node_usage(node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()) 
 
 def build_snapshot(
     nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], now: datetime
-) -> Snapshot:
-    """The seed's Snapshot: remaining = allocatable minus limits of Guaranteed pods bound there."""
+) -> CapacitySnapshot:
+    """The KEP's Snapshot: remaining = allocatable minus limits of Guaranteed pods bound there."""
     by_node: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
         if _occupies_node(pod) and qos_class(pod) == GUARANTEED:
@@ -233,4 +233,4 @@ def build_snapshot(
     usages = [
         node_usage(n, by_node.get((n.get("metadata") or {}).get("name") or "", [])) for n in nodes
     ]
-    return Snapshot(now, usages)
+    return CapacitySnapshot(now, usages)

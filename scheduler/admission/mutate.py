@@ -1,6 +1,6 @@
 """The mutating admission webhook's decision: add the queue-allocation gate to opted-in pods.
 
-Seed 000: a pod of ours (``spec.schedulerName`` is one of the scheduler's names) that carries
+Volcano's gate-controlled scheduling design: a pod of ours (``spec.schedulerName`` is one of the scheduler's names) that carries
 the annotation ``scheduling.volcano.sh/queue-allocation-gate: "true"`` — or is created in a
 namespace labelled so — gets the gate of the same name in ``spec.schedulingGates`` at
 creation. The patch is ``add /spec/schedulingGates`` when the field is absent and ``replace``

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.admission.monitor import NodeUsage, Snapshot, node_usage
+from scheduler.admission.monitor import CapacitySnapshot, NodeUsage, node_usage
 from scheduler.api.labels import HOSTNAME_LABEL, NODE_GROUP_LABEL, PROVISIONER_LABEL
 from scheduler.api.quantity import QuantityError, parse_resource_list
 
@@ -150,7 +150,7 @@ def _group(item: Any, where: str) -> NodeGroup:
     return NodeGroup(name, node, maximum)
 
 
-def sized_for(snapshot: Snapshot, groups: Iterable[NodeGroup]) -> list[NodeGroup]:
+def sized_for(snapshot: CapacitySnapshot, groups: Iterable[NodeGroup]) -> list[NodeGroup]:
     """``groups`` with their current sizes read from the snapshot's node labels."""
     sizes: dict[str, int] = {}
     for node in snapshot.nodes:

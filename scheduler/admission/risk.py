@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate
-from scheduler.admission.monitor import Snapshot
+from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroup
 from scheduler.api.report import RiskClass
 
@@ -33,7 +33,7 @@ class Risk:
 
 def assess_risk(
     pods: Sequence[Mapping[str, Any]],
-    snapshot: Snapshot,
+    snapshot: CapacitySnapshot,
     *,
     node_groups: Sequence[NodeGroup] = (),
     queue_has_room: bool = True,
@@ -73,12 +73,14 @@ def _scale_up_options(node_groups: Sequence[NodeGroup]) -> list[list[NodeGroup]]
     return options + [list(node_groups)] if len(node_groups) > 1 else options
 
 
-def _with_new_nodes(snapshot: Snapshot, groups: list[NodeGroup], pods: int) -> Snapshot | None:
+def _with_new_nodes(
+    snapshot: CapacitySnapshot, groups: list[NodeGroup], pods: int
+) -> CapacitySnapshot | None:
     # A placement never needs more new nodes per group than there are pods.
     added = [n for g in groups for n in g.new_nodes(pods)]
     if not added:
         return None
-    return Snapshot(snapshot.last_check, [*snapshot.nodes, *added])
+    return CapacitySnapshot(snapshot.last_check, [*snapshot.nodes, *added])
 
 
 def _new_nodes_used(evaluation: Evaluation, groups: list[NodeGroup]) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Where the capacity snapshot comes from: the cluster's API.
 
 ``fetch_snapshot`` lists nodes and pods through the official ``kubernetes`` client (the one
-road to every cluster) and builds the resource monitor's Snapshot. ``PeriodicSnapshot`` is the in-process
+road to every cluster) and builds the resource monitor's CapacitySnapshot. ``PeriodicSnapshot`` is the in-process
 resource monitor: it refreshes every ``refresh_s`` seconds of the injected clock, and on
 demand; the dashboard's Celery task does the same and keeps the result in Redis.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from kubernetes import client
 
-from scheduler.admission.monitor import Snapshot, build_snapshot
+from scheduler.admission.monitor import CapacitySnapshot, build_snapshot
 
 DEFAULT_REFRESH_S = 60.0
 
@@ -24,7 +24,7 @@ def as_datetime(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def fetch_snapshot(api: client.ApiClient, now: float, *, timeout: float = 30.0) -> Snapshot:
+def fetch_snapshot(api: client.ApiClient, now: float, *, timeout: float = 30.0) -> CapacitySnapshot:
     """List every node and pod (raw JSON: no model objects) and build the snapshot at ``now``."""
     core = client.CoreV1Api(api)
     nodes = _items(core.list_node(_preload_content=False, _request_timeout=timeout))
@@ -47,21 +47,21 @@ class PeriodicSnapshot:
 
     def __init__(
         self,
-        take: Callable[[float], Snapshot],
+        take: Callable[[float], CapacitySnapshot],
         clock: Callable[[], float],
         *,
         refresh_s: float = DEFAULT_REFRESH_S,
     ) -> None:
         self.take, self.clock, self.refresh_s = take, clock, refresh_s
-        self._snapshot: Snapshot | None = None
+        self._snapshot: CapacitySnapshot | None = None
         self._taken_at = float("-inf")
 
-    def __call__(self) -> Snapshot | None:
+    def __call__(self) -> CapacitySnapshot | None:
         if self.clock() - self._taken_at >= self.refresh_s:
             self.refresh()
         return self._snapshot
 
-    def refresh(self) -> Snapshot:
+    def refresh(self) -> CapacitySnapshot:
         self._taken_at = self.clock()
         self._snapshot = self.take(self._taken_at)
         return self._snapshot

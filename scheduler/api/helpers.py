@@ -50,7 +50,7 @@ def scheduling_gates(pod: Mapping[str, Any]) -> list[str]:
 
 
 def has_queue_allocation_gate_annotation(pod: Mapping[str, Any]) -> bool:
-    """The pod opted in to gate-controlled scheduling (seed 000)."""
+    """The pod opted in to gate-controlled scheduling (Volcano's gate-controlled scheduling design)."""
     return annotations_of(pod).get(QUEUE_ALLOCATION_GATE) == "true"
 
 

@@ -147,7 +147,8 @@ class JobInfo:
         return self.phase == PG_PENDING
 
     def get_sch_gated_pod_resources(self) -> Resource:
-        """Requests of gated tasks, except those gated only by our gate (seeds 003 and 000)."""
+        """Requests of gated tasks, except those gated only by our gate (Volcano's
+        pod scheduling readiness and gate-controlled scheduling designs)."""
         res = Resource()
         for task in self.tasks.values():
             if task.sch_gated and not has_only_volcano_scheduling_gate(task.pod):

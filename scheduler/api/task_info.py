@@ -48,7 +48,7 @@ def allocated_status(status: TaskStatus) -> bool:
 
 @dataclass
 class TransactionContext:
-    """Where a statement placed the task; saved as ``last_transaction`` when undone (seed 002)."""
+    """Where a statement placed the task; saved as ``last_transaction`` when undone (issue #5044)."""
 
     node_name: str = ""
     nominated_node_name: str = ""
@@ -89,7 +89,7 @@ def pod_status(pod: Mapping[str, Any]) -> TaskStatus:
             return TaskStatus.RELEASING
         if (pod.get("spec") or {}).get("nodeName"):
             return TaskStatus.BOUND
-        # A decision some scheduler instance persisted (seed 002, problem 4): continue it.
+        # A decision some scheduler instance persisted (issue #5044, problem 4): continue it.
         return TaskStatus.PIPELINED if nominated_node(pod) else TaskStatus.PENDING
     return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(
         phase, TaskStatus.UNKNOWN
@@ -163,7 +163,7 @@ class TaskInfo:
     @property
     def nominated_node_name(self) -> str:
         """Set synchronously with the pipeline decision, not when the watch brings the pod's
-        ``status.nominatedNodeName`` back (seed 002, problem 3)."""
+        ``status.nominatedNodeName`` back (issue #5044, problem 3)."""
         return self.transaction.nominated_node_name
 
     def order_key(self) -> tuple:

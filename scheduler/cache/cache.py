@@ -89,7 +89,8 @@ class SchedulerCache:
     update_pod = add_pod
 
     def _keep_decision(self, pod: Obj) -> bool:
-        """Volcano's ``allocatedPodInCache`` guard, extended to Pipelined (seed 002, change 6).
+        """Volcano's ``allocatedPodInCache`` guard, extended to Pipelined
+        (Volcano's pipeline cache persistence design (issue #5044), change 6).
 
         A watch event for a pod not bound yet — often the echo of our own nominatedNodeName or
         condition patch — must not turn a task we allocated or pipelined back into Pending.
@@ -224,7 +225,7 @@ class SchedulerCache:
         clone = job.clone()
         for task in clone.tasks.values():
             if task.uid in self._ungated:
-                task.sch_gated = False  # our gate removal is on its way (seed 000)
+                task.sch_gated = False  # our gate removal is on its way
             node = snap.nodes.get(task.node_name)
             if node is not None and task.uid in node.tasks:
                 node.tasks[task.uid] = task
@@ -271,7 +272,7 @@ class SchedulerCache:
             if cached is not None and cached.node_name in self._nodes:
                 self._move(cached, TaskStatus.RELEASING, cached.node_name)
 
-    # --- pipelines (seed 002) --------------------------------------------------------------
+    # --- pipelines (issue #5044) --------------------------------------------------------------
 
     def pipeline(self, task: TaskInfo, node_name: str, client: ClusterClient) -> bool:
         """Persist "``task`` runs on ``node_name`` once resources are released".

@@ -116,7 +116,7 @@ def _record_tasks(ssn: Session, job: JobInfo, job_message: str) -> None:
         for task in sorted(job.index.get(status, {}).values(), key=lambda t: (t.creation, t.uid)):
             if task.sch_gated or scheduling_gates(task.pod):
                 # Gated, or its gate removal is queued but not yet seen: it keeps Kubernetes'
-                # SchedulingGated condition; only an ungated pod can be Unschedulable (seed 000).
+                # SchedulingGated condition; only an ungated pod can be Unschedulable (gate-controlled scheduling design).
                 continue
             if status == TaskStatus.ALLOCATED and task.uid not in ssn.waiting:
                 continue  # allocated and committed: it is binding

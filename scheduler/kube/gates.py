@@ -1,4 +1,5 @@
-"""Removing the queue-allocation gate from a pod, safely and idempotently (seed 000).
+"""Removing the queue-allocation gate from a pod, safely and idempotently
+(Volcano's gate-controlled scheduling design).
 
 Always from a fresh GET: a pod that is gone, already ungated, or replaced by a new pod of the
 same name (another UID) is left alone. The patch carries the pod's resourceVersion, so the

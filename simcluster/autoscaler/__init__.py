@@ -3,7 +3,7 @@ of their scale-ups, kept to measure false scale-ups and wasted node-time."""
 
 from simcluster.autoscaler.cluster_autoscaler import ClusterAutoscaler
 from simcluster.autoscaler.common import (
-    NodeGroup,
+    ScalingGroup,
     ca_is_unschedulable,
     ca_nominated_to_existing_node,
     karpenter_is_provisionable,
@@ -15,7 +15,7 @@ __all__ = [
     "ClusterAutoscaler",
     "Karpenter",
     "Ledger",
-    "NodeGroup",
+    "ScalingGroup",
     "ScaleDown",
     "ScaleUp",
     "TriggeringPod",

@@ -8,7 +8,7 @@ import itertools
 import logging
 from dataclasses import dataclass
 
-from simcluster.autoscaler.common import NodeGroup, node_group_of
+from simcluster.autoscaler.common import ScalingGroup, node_group_of
 from simcluster.autoscaler.records import (
     Ledger,
     QueueBook,
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Launch:
     ready_at: float
-    group: NodeGroup
+    group: ScalingGroup
     node: dict
     record: ScaleUp
 
@@ -33,7 +33,9 @@ class Launch:
 class AutoscalerBase:
     name = "autoscaler"
 
-    def __init__(self, store: Store, node_groups: list[NodeGroup], ledger: Ledger | None) -> None:
+    def __init__(
+        self, store: Store, node_groups: list[ScalingGroup], ledger: Ledger | None
+    ) -> None:
         self.store = store
         self.groups = {g.name: g for g in node_groups}
         self.ledger = ledger if ledger is not None else Ledger()
@@ -51,7 +53,7 @@ class AutoscalerBase:
 
     # -- scale-up ------------------------------------------------------------------------------
 
-    def launch(self, now: float, group: NodeGroup, pods: list[dict], book: QueueBook) -> ScaleUp:
+    def launch(self, now: float, group: ScalingGroup, pods: list[dict], book: QueueBook) -> ScaleUp:
         """Decide on one new node for ``pods``; it appears after the group's provision delay."""
         taken = {meta(n)["name"] for n in self.store.list("nodes")[0]} | {
             meta(x.node)["name"] for x in self.launching
@@ -68,7 +70,7 @@ class AutoscalerBase:
             self.pod_event(now, pod, "TriggeredScaleUp", message)
         return record
 
-    def scale_up_message(self, group: NodeGroup, node_name: str) -> str:
+    def scale_up_message(self, group: ScalingGroup, node_name: str) -> str:
         return f"pod triggered scale-up: node {node_name} in group {group.name}"
 
     def create_due_nodes(self, now: float) -> None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from simcluster.autoscaler.base import AutoscalerBase, busy_nodes
 from simcluster.autoscaler.common import (
-    NodeGroup,
+    PlacementSnapshot,
+    ScalingGroup,
     SimNode,
-    Snapshot,
     ca_is_unschedulable,
     ca_nominated_to_existing_node,
     can_host,
@@ -38,7 +38,7 @@ class ClusterAutoscaler(AutoscalerBase):
     def __init__(
         self,
         store: Store,
-        node_groups: list[NodeGroup],
+        node_groups: list[ScalingGroup],
         ledger: Ledger | None = None,
         *,
         scan_interval: float = 10.0,
@@ -69,7 +69,7 @@ class ClusterAutoscaler(AutoscalerBase):
             for p in pods
             if ca_is_unschedulable(p) and not ca_nominated_to_existing_node(p, names)
         ]
-        snapshot = Snapshot(nodes, pods, self.upcoming_nodes())
+        snapshot = PlacementSnapshot(nodes, pods, self.upcoming_nodes())
         return [p for p in candidates if snapshot.place(p) is None]
 
     def scale_up(self, now: float, nodes: list[dict], pods: list[dict]) -> None:
@@ -90,7 +90,7 @@ class ClusterAutoscaler(AutoscalerBase):
                 self._report_no_scale_up(now, pod)
 
     def _binpack(
-        self, group: NodeGroup, pending: list[dict], nodes: list[dict]
+        self, group: ScalingGroup, pending: list[dict], nodes: list[dict]
     ) -> list[list[dict]]:
         """First-fit the pods onto new template nodes; one list of pods per new node."""
         room = group.max_size - self.group_size(group.name, nodes)
@@ -108,7 +108,7 @@ class ClusterAutoscaler(AutoscalerBase):
                 target[1].append(pod)
         return [pods for _, pods in bins]
 
-    def scale_up_message(self, group: NodeGroup, node_name: str) -> str:
+    def scale_up_message(self, group: ScalingGroup, node_name: str) -> str:
         nodes = self.store.list("nodes")[0]
         size = self.group_size(group.name, nodes)
         return (

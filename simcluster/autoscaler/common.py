@@ -65,7 +65,7 @@ def karpenter_is_provisionable(pod: dict) -> bool:
 
 
 @dataclass
-class NodeGroup:
+class ScalingGroup:
     """A scalable set of identical nodes (a CA node group; for Karpenter, one instance shape)."""
 
     name: str
@@ -145,7 +145,7 @@ def can_host(constraints: PodConstraints | None, request: Resources, sim: SimNod
     return node_accepts(constraints, sim.node)[0]
 
 
-class Snapshot:
+class PlacementSnapshot:
     """Free capacity of existing and upcoming nodes, for "would this pod fit?" simulations."""
 
     def __init__(self, nodes: list[dict], pods: list[dict], upcoming: list[dict] = ()) -> None:
@@ -169,7 +169,7 @@ class Snapshot:
         return None
 
 
-def group_fits(group: NodeGroup, pod: dict) -> bool:
+def group_fits(group: ScalingGroup, pod: dict) -> bool:
     """Could the pod run on an empty node of this group at all?"""
     sim = SimNode(group.template(), dict(group.allocatable))
     return can_host(constraints_of(pod), pod_requests(pod), sim)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from scheduler.api.labels import PROVISIONER_LABEL
 from simcluster.autoscaler.base import AutoscalerBase, busy_nodes
 from simcluster.autoscaler.common import (
-    NodeGroup,
+    PlacementSnapshot,
+    ScalingGroup,
     SimNode,
-    Snapshot,
     can_host,
     constraints_of,
     karpenter_is_provisionable,
@@ -32,7 +32,7 @@ class Karpenter(AutoscalerBase):
     def __init__(
         self,
         store: Store,
-        node_groups: list[NodeGroup],
+        node_groups: list[ScalingGroup],
         ledger: Ledger | None = None,
         *,
         batch_idle: float = 1.0,
@@ -67,11 +67,11 @@ class Karpenter(AutoscalerBase):
 
     def provision(self, now: float, provisionable: list[dict]) -> None:
         nodes, pods = self.store.list("nodes")[0], self.store.list("pods")[0]
-        snapshot = Snapshot(nodes, pods, self.upcoming_nodes())
+        snapshot = PlacementSnapshot(nodes, pods, self.upcoming_nodes())
         rest = [p for p in provisionable if snapshot.place(p) is None]
         rest.sort(key=lambda p: _size_key(pod_requests(p)), reverse=True)
         sizes = {g: self.group_size(g, nodes) for g in self.groups}
-        claims: list[tuple[NodeGroup, SimNode, list[dict]]] = []
+        claims: list[tuple[ScalingGroup, SimNode, list[dict]]] = []
         for pod in rest:
             constraints, request = constraints_of(pod), pod_requests(pod)
             claim = next((c for c in claims if can_host(constraints, request, c[1])), None)
@@ -97,7 +97,7 @@ class Karpenter(AutoscalerBase):
                 return group, sim, []
         return None
 
-    def scale_up_message(self, group: NodeGroup, node_name: str) -> str:
+    def scale_up_message(self, group: ScalingGroup, node_name: str) -> str:
         return f"Pod should schedule on: nodeclaim/{node_name} ({group.name})"
 
     def _report_no_fit(self, now: float, pod: dict) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler.admission.monitor import Snapshot, build_snapshot
+from scheduler.admission.monitor import CapacitySnapshot, build_snapshot
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -60,12 +60,12 @@ def pod(
     }
 
 
-def story1_snapshot() -> Snapshot:
-    """Seed 004 Story 1: 4 nodes x 4 CPU, each running a 2-CPU Guaranteed job."""
+def story1_snapshot() -> CapacitySnapshot:
+    """Kueue KEP-3211 Story 1: 4 nodes x 4 CPU, each running a 2-CPU Guaranteed job."""
     nodes = [node(f"node-{i}") for i in range(4)]
     running = [pod(f"job-{i}", "2", "2Gi", node_name=f"node-{i}") for i in range(4)]
     return build_snapshot(nodes, running, T0)
 
 
-def snapshot_of(nodes: list[dict], pods: list[dict] | None = None) -> Snapshot:
+def snapshot_of(nodes: list[dict], pods: list[dict] | None = None) -> CapacitySnapshot:
     return build_snapshot(nodes, pods or [], T0)

@@ -1,4 +1,4 @@
-"""Admission-check states (Pending / Ready / Retry) and the seed's Story 1 with a queue."""
+"""Admission-check states (Pending / Ready / Retry) and Kueue KEP-3211's Story 1 with a queue."""
 
 from __future__ import annotations
 

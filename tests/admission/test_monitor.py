@@ -1,4 +1,4 @@
-"""The resource monitor: QoS classes, pod footprints and the seed's Snapshot."""
+"""The resource monitor: QoS classes, pod footprints and the KEP's Snapshot."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from scheduler.admission.monitor import (
     BEST_EFFORT,
     BURSTABLE,
     GUARANTEED,
-    Snapshot,
+    CapacitySnapshot,
     pod_demand,
     qos_class,
 )
@@ -137,7 +137,7 @@ def test_snapshot_keeps_labels_and_taints_and_round_trips_json():
     snap = snapshot_of(
         [node("n1", labels={"zone": "a"}, taints=[taint])], [pod("g", node_name="n1")]
     )
-    again = Snapshot.from_json(snap.to_json())
+    again = CapacitySnapshot.from_json(snap.to_json())
     assert again == snap
     assert again.nodes[0].labels == {"zone": "a"} and again.nodes[0].taints == [taint]
     assert snap.to_json()["nodes"][0]["node_name"] == "n1"

@@ -1,4 +1,4 @@
-"""The placement constraints of seed 004 through enqueue: taints and tolerations, nodeSelector,
+"""The placement constraints of Kueue KEP-3211 through enqueue: taints and tolerations, nodeSelector,
 gangs that fit only across several nodes, gangs whose pods each fit alone but not together, and
 the evaluator's "unknown" verdict (held, or admitted with ``admitUnknown``)."""
 

@@ -81,7 +81,7 @@ def test_a_burstable_workload_is_admitted_unchecked_but_its_risk_is_reported(har
     h = harnesses(scenario())
     workload(h, "loose", "5", guaranteed=False)
     h.step(2)
-    assert phase(h, "loose") == "Inqueue"  # the seed admits non-Guaranteed workloads
+    assert phase(h, "loose") == "Inqueue"  # the KEP admits non-Guaranteed workloads
     assert capacity_condition(h, "loose") == {}  # and records nothing on them
     risk = risk_of(h, "loose")
     assert (risk.risk, risk.phase) == ("fits_no_node_shape", "Inqueue")

@@ -16,7 +16,7 @@ from dashboard.celery import app
 from dashboard.health import broker_client
 from dashboard.tasks import admission, scheduling
 from scheduler.admission.check import CONDITION_TYPE
-from scheduler.admission.monitor import Snapshot
+from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroupError, dump_node_groups, load_node_groups
 from simcluster.catalog import resolve
 from tests.dashboard.test_scheduling_task import use_broker
@@ -65,7 +65,7 @@ def test_the_task_stores_what_each_node_has_left_after_its_guaranteed_pods(clust
 
     assert summary["nodes"] == 2
     stored = json.loads(broker_client().get(admission.SNAPSHOT_KEY))
-    snapshot = Snapshot.from_json(stored)
+    snapshot = CapacitySnapshot.from_json(stored)
     remaining = {n.node_name: n.remaining["cpu"] for n in snapshot.nodes}
     assert remaining == {"n1": 500, "n2": 2000}
     assert [p.name for p in snapshot.nodes[0].pods] == ["db"]
@@ -155,7 +155,7 @@ def test_node_groups_come_from_the_file_the_simulated_cluster_writes(settings, c
     path.write_text(dump_node_groups(g.described() for g in demo))
     settings.SLUICE_ADMISSION_NODE_GROUPS = str(path)
     groups = admission.known_node_groups()(
-        Snapshot.from_json({"last_check": "2026-01-01T00:00:00+00:00", "nodes": []})
+        CapacitySnapshot.from_json({"last_check": "2026-01-01T00:00:00+00:00", "nodes": []})
     )
     assert [g.name for g in groups] == [g.name for g in demo]
     assert [g.max_size for g in groups] == [g.max_size for g in demo]

@@ -1,4 +1,4 @@
-"""Seed 004's Story 1, end to end through the simulated cluster's API.
+"""Kueue KEP-3211's Story 1, end to end through the simulated cluster's API.
 
 4 nodes x 4 CPU, queue q capped at 12 CPU, a 2-CPU Guaranteed job on every node; then a 3-CPU
 Guaranteed single-pod workload, then a 2-CPU one. Without the check the 3-CPU workload is

@@ -1,4 +1,4 @@
-"""Other controllers' scheduling gates (seed 003) next to ours, through the simulated cluster.
+"""Other controllers' scheduling gates (Volcano's pod scheduling readiness design) next to ours, through the simulated cluster.
 
 A pod gated by someone else is never bound, never counts toward its queue's inqueue figure and
 keeps its gate. A pod carrying both gates keeps both while the other one is there (removing

@@ -1,4 +1,4 @@
-"""Seed 000's race, played through the simulated cluster's API with a real scheduler.
+"""The race of Volcano's gate-controlled scheduling design, played through the simulated cluster's API with a real scheduler.
 
 pod-1, pod-2 and pod-3 ask for 1 CPU / 1 GiB each; queue q holds 1 CPU / 1 GiB; pod-2 wants a
 node (pool=new) that does not exist yet. With the reservation, the queue capacity pod-2 was
@@ -29,7 +29,7 @@ def create_gated_pod(h: Harness, name: str, **spec) -> None:
     """A pod as the webhook leaves it (annotated, gated) in its own PodGroup in queue q.
 
     The PodGroup has no minResources, as most users write them: enqueue admits it at once, and
-    the queue's capability is checked when the pod is allocated — where the seed's race lives.
+    the queue's capability is checked when the pod is allocated — where the design's race lives.
     """
     group = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",

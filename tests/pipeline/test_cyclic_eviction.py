@@ -6,7 +6,7 @@ Queue alpha (queue priority 10, reclaimable, deserved 2 CPU) fills node n1 (4 CP
 deserved share) and pipelines r onto n1.
 
 With pipeline persistence, r's decision holds n1's freed CPU across cycles, so r is the pod
-that lands there. Without it (Volcano before seed 002), the decision is gone by the next
+that lands there. Without it (Volcano before issue #5044's fix), the decision is gone by the next
 cycle: alpha's replacement pods, whose queue goes first, take the freed CPU, r is left
 waiting and reclaim evicts again — the cycle repeats.
 """

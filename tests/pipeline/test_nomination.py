@@ -85,7 +85,7 @@ def test_autoscalers_ignore_nominated_pods(autoscaler):
     # Pipelined and published: Unschedulable but nominated to an existing node, so neither
     # autoscaler buys a node; r runs on n1 once the evicted pods are gone.
     assert outcomes[True] == (0, "n1")
-    # The same pod Unschedulable without a nomination (Volcano before seed 002) buys one.
+    # The same pod Unschedulable without a nomination (Volcano before issue #5044's fix) buys one.
     assert outcomes[False][0] >= 1
 
 

@@ -1,4 +1,5 @@
-"""Pod Scheduling Readiness (seed 003) and the queue-allocation gate (seed 000)."""
+"""Volcano's pod scheduling readiness design and its queue-allocation gate (the gate-controlled
+scheduling design)."""
 
 import copy
 
@@ -119,7 +120,7 @@ def test_a_gate_removal_the_watch_never_confirms_lapses_and_is_queued_again():
 
 
 def test_ungated_pending_pod_reserves_queue_capacity_for_itself():
-    # Seed 000's race: pod-2 was ungated but waits for a node; pod-3 must not take its place.
+    # The gate-controlled scheduling design's race: pod-2 was ungated but waits for a node; pod-3 must not take its place.
     pod2 = pod("pod-2", "1", queue="q", opt_in=True, selector={"pool": "new"}, created=1)
     pod3 = pod("pod-3", "1", queue="q", opt_in=True, gates=[GATE], created=2)
     scenario = Scenario(

@@ -1,4 +1,4 @@
-"""Pipeline cache persistence (seed 002): each row of its "Current vs Proposed Comparison"
+"""Volcano's pipeline cache persistence design (issue #5044): each row of its "Current vs Proposed Comparison"
 table and each of Problems 1-5, on the engine with a recording cluster client.
 
 The common picture: node n1 (4 CPU) runs a 1-CPU pod and a 3-CPU pod that is terminating
@@ -84,7 +84,7 @@ def test_nominated_node_name_is_set_only_by_the_cache_pipeline_path():
     config = SchedulerConfig.from_dict({**default_config().to_dict(), "pipelinePersistence": False})
     cache, client = picture(), RecordingClusterClient()
     report = cycle(cache, client, config)
-    # Persistence off (Volcano before seed 002): the session pipelined it, nothing persisted,
+    # Persistence off (Volcano before issue #5044's fix): the session pipelined it, nothing persisted,
     # and the session-end status path does not set nominatedNodeName either.
     assert report.transitions == []
     assert client.of("patch_nominated_node") == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler.clock import VirtualClock
-from simcluster.autoscaler import NodeGroup
+from simcluster.autoscaler import ScalingGroup
 from simcluster.scenario_objects import make_node, make_pod
 from simcluster.store import Store
 
@@ -34,8 +34,8 @@ def group(
     min_size: int = 0,
     max_size: int = 3,
     delay: float = 30.0,
-) -> NodeGroup:
-    return NodeGroup(
+) -> ScalingGroup:
+    return ScalingGroup(
         name,
         labels or {"pool": name},
         taints or [],
