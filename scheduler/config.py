@@ -1,18 +1,28 @@
-"""Scheduler configuration in Volcano's shape: a list of actions and tiers of plugins.
+"""The scheduler configuration, in Volcano's format (``volcano-scheduler.conf``), unchanged.
 
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: capacity
-  - name: nodeorder
-    arguments: {leastrequested.weight: 1}
-configurations:            # action arguments, as Volcano's
-- name: enqueue
-  arguments: {admissionCheck: true, retryAfter: 60, admitUnknown: false}
+::
+
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: priority
+      - name: gang
+        enablePreemptable: false       # Volcano's per-extension-point switches
+      - name: conformance
+    - plugins:
+      - name: drf
+      - name: predicates
+      - name: proportion
+      - name: nodeorder
+        arguments: {leastrequested.weight: 1}
+    configurations:                    # action arguments
+    - name: enqueue
+      arguments: {admissionCheck: true, retryAfter: 60}
+
+Parsing here checks the shape; ``scheduler.registry.load`` also checks every action, plugin
+and argument name against what Sluice implements. Two keys are Sluice's own, and a Volcano
+scheduler ignores them: ``pipelinePersistence`` (Volcano's pipeline cache persistence design,
+issue #5044; false restores the behaviour before it) and ``schedulerName``.
 """
 
 from __future__ import annotations
@@ -28,8 +38,59 @@ class ConfigError(ValueError):
     pass
 
 
+# Volcano's PluginOption switches (pkg/scheduler/conf/scheduler_conf.go), spelled as Volcano
+# spells them (some say "enable", some "enabled"). Unset means enabled, except
+# enableHierarchy, which is off unless set (Volcano's ApplyPluginConfDefaults leaves it nil).
+SWITCHES = (
+    "enableJobOrder",
+    "enableHierarchy",
+    "enableJobReady",
+    "enableJobPipelined",
+    "enableTaskOrder",
+    "enablePreemptable",
+    "enableReclaimable",
+    "enablePreemptive",
+    "enableQueueOrder",
+    "enabledClusterOrder",
+    "enablePredicate",
+    "enableBestNode",
+    "enableNodeOrder",
+    "enableTargetJob",
+    "enableReservedNodes",
+    "enableJobEnqueued",
+    "enabledVictim",
+    "enableJobStarving",
+    "enabledOverused",
+    "enabledAllocatable",
+    "enabledHyperNodeOrder",
+    "enabledSubJobReady",
+    "enabledSubJobPipelined",
+    "enabledSubJobOrder",
+    "enabledHyperNodeGradient",
+)
+OFF_BY_DEFAULT = frozenset({"enableHierarchy"})
+TOP_LEVEL = (
+    "actions",
+    "tiers",
+    "configurations",
+    "metrics",
+    "pipelinePersistence",
+    "schedulerName",
+)
+
+
 @dataclass(frozen=True)
 class PluginOption:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    switches: Mapping[str, bool] = field(default_factory=dict)  # only those set explicitly
+
+    def enabled(self, switch: str) -> bool:
+        return self.switches.get(switch, switch not in OFF_BY_DEFAULT)
+
+
+@dataclass(frozen=True)
+class ActionConfiguration:
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
@@ -39,10 +100,11 @@ class SchedulerConfig:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
     scheduler_name: str = "volcano"
-    configurations: tuple[PluginOption, ...] = ()  # per-action arguments
-    # Volcano's pipeline cache persistence design (issue #5044): pipeline decisions persist in the cache across cycles. False restores
-    # Volcano's behaviour before it (decisions end with the cycle), for comparison.
+    configurations: tuple[ActionConfiguration, ...] = ()
+    # Volcano's pipeline cache persistence design: decisions persist in the cache across
+    # cycles. False restores Volcano's behaviour before it, for comparison.
     pipeline_persistence: bool = True
+    source: str = ""  # where it was read from: a file, a ConfigMap, "default"
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         for option in self.configurations:
@@ -50,63 +112,81 @@ class SchedulerConfig:
                 return option.arguments
         return {}
 
+    def plugin(self, name: str) -> PluginOption | None:
+        return next((p for tier in self.tiers for p in tier if p.name == name), None)
+
     def enqueue_arguments(self) -> EnqueueArguments:
         return EnqueueArguments.parse(self.action_arguments("enqueue"))
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> SchedulerConfig:
+    def from_dict(cls, raw: Mapping[str, Any], *, source: str = "") -> SchedulerConfig:
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{source or 'configuration'}: expected a mapping with actions")
+        unknown = sorted(set(raw) - set(TOP_LEVEL))
+        if unknown:
+            raise ConfigError(f"unknown key(s) {unknown}; known: {list(TOP_LEVEL)}")
         actions = raw.get("actions", "")
         if isinstance(actions, str):
             actions = [a.strip() for a in actions.split(",") if a.strip()]
         if not isinstance(actions, list | tuple) or not actions:
             raise ConfigError("actions: expected a comma-separated string or a non-empty list")
-        tiers = []
-        for i, tier in enumerate(raw.get("tiers") or []):
-            plugins = (tier or {}).get("plugins") or []
-            tiers.append(
-                tuple(_plugin(p, f"tiers[{i}].plugins[{j}]") for j, p in enumerate(plugins))
-            )
-        configurations = tuple(
-            _plugin(c, f"configurations[{i}]")
-            for i, c in enumerate(raw.get("configurations") or [])
-        )
+        tiers = raw.get("tiers") or []
+        if not isinstance(tiers, list):
+            raise ConfigError("tiers: expected a list of {plugins: [...]}")
+        parsed_tiers = tuple(_tier(tier, i) for i, tier in enumerate(tiers))
+        configurations = raw.get("configurations") or []
+        if not isinstance(configurations, list):
+            raise ConfigError("configurations: expected a list of {name, arguments}")
         persistence = raw.get("pipelinePersistence", True)
         if not isinstance(persistence, bool):
             raise ConfigError(f"pipelinePersistence: expected true or false, got {persistence!r}")
+        name = raw.get("schedulerName") or "volcano"
+        if not isinstance(name, str):
+            raise ConfigError(f"schedulerName: expected a string, got {name!r}")
         config = cls(
-            tuple(actions),
-            tuple(tiers),
-            raw.get("schedulerName") or "volcano",
-            configurations,
+            tuple(str(a) for a in actions),
+            parsed_tiers,
+            name,
+            tuple(_configuration(c, i) for i, c in enumerate(configurations)),
             persistence,
+            source,
         )
-        config.validate()
+        config.enqueue_arguments()  # raises ConfigError naming a bad enqueue argument
         return config
 
     @classmethod
-    def from_yaml(cls, text: str) -> SchedulerConfig:
-        return cls.from_dict(yaml.safe_load(text) or {})
-
-    def validate(self) -> None:
-        """What can be checked without the registry (``scheduler.registry.check`` checks the
-        names): the enqueue arguments."""
-        self.enqueue_arguments()  # raises ConfigError naming a bad enqueue argument
+    def from_yaml(cls, text: str, *, source: str = "") -> SchedulerConfig:
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source or 'configuration'}: not valid YAML: {exc}") from None
+        return cls.from_dict(raw or {}, source=source)
 
     def to_dict(self) -> dict[str, Any]:
-        raw = {
+        raw: dict[str, Any] = {
             "actions": ", ".join(self.actions),
             "tiers": [
-                {"plugins": [{"name": p.name, "arguments": dict(p.arguments)} for p in tier]}
+                {
+                    "plugins": [
+                        {"name": p.name, **dict(p.switches), "arguments": dict(p.arguments)}
+                        for p in tier
+                    ]
+                }
                 for tier in self.tiers
             ],
-            "schedulerName": self.scheduler_name,
-            "pipelinePersistence": self.pipeline_persistence,
         }
         if self.configurations:
             raw["configurations"] = [
                 {"name": c.name, "arguments": dict(c.arguments)} for c in self.configurations
             ]
+        if not self.pipeline_persistence:
+            raw["pipelinePersistence"] = False
+        if self.scheduler_name != "volcano":
+            raw["schedulerName"] = self.scheduler_name
         return raw
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     def with_action_arguments(self, action: str, **arguments: Any) -> SchedulerConfig:
         """A copy with ``arguments`` merged into ``action``'s configuration."""
@@ -117,12 +197,56 @@ class SchedulerConfig:
             entry = {"name": action, "arguments": {}}
             entries.append(entry)
         entry["arguments"].update(arguments)
-        return SchedulerConfig.from_dict(raw)
+        return SchedulerConfig.from_dict(raw, source=self.source)
+
+
+def _tier(raw: Any, index: int) -> tuple[PluginOption, ...]:
+    where = f"tiers[{index}]"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("plugins") or [], list):
+        raise ConfigError(f"{where}: expected a mapping with a list of plugins")
+    unknown = sorted(set(raw) - {"plugins"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; a tier holds plugins only")
+    return tuple(
+        _plugin(p, f"{where}.plugins[{j}]") for j, p in enumerate(raw.get("plugins") or [])
+    )
+
+
+def _plugin(raw: Any, where: str) -> PluginOption:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise ConfigError(f"{where}: expected a mapping with a name")
+    where = f"{where} ({raw['name']})"
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise ConfigError(f"{where}.arguments: expected a mapping")
+    switches: dict[str, bool] = {}
+    for key, value in raw.items():
+        if key in ("name", "arguments"):
+            continue
+        if key not in SWITCHES:
+            raise ConfigError(
+                f"{where}: unknown key {key!r}; a plugin takes name, arguments and the "
+                f"switches {', '.join(SWITCHES)}"
+            )
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}.{key}: expected true or false, got {value!r}")
+        switches[key] = value
+    return PluginOption(raw["name"], dict(arguments), switches)
+
+
+def _configuration(raw: Any, index: int) -> ActionConfiguration:
+    where = f"configurations[{index}]"
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ConfigError(f"{where}: expected a mapping with a name")
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise ConfigError(f"{where}.arguments: expected a mapping")
+    return ActionConfiguration(raw["name"], dict(arguments))
 
 
 @dataclass(frozen=True)
 class EnqueueArguments:
-    """The enqueue action's arguments: the node-capacity admission check (Kueue KEP-3211 (KEP PR #5042)).
+    """The enqueue action's arguments: the node-capacity admission check (Kueue KEP-3211).
 
     The check runs only when the scheduler is also given a capacity snapshot source; these
     arguments then decide whether it may hold workloads back, and how.
@@ -133,13 +257,14 @@ class EnqueueArguments:
     admit_unknown: bool = False  # admitUnknown: admit when the evaluator runs out of time
     max_snapshot_age_s: float | None = None  # maxSnapshotAge: older snapshots hold (Pending)
 
+    KNOWN = ("admissionCheck", "retryAfter", "admitUnknown", "maxSnapshotAge")
+
     @classmethod
     def parse(cls, arguments: Mapping[str, Any]) -> EnqueueArguments:
-        known = {"admissionCheck", "retryAfter", "admitUnknown", "maxSnapshotAge"}
-        unknown = sorted(set(arguments) - known)
+        unknown = sorted(set(arguments) - set(cls.KNOWN))
         if unknown:
             raise ConfigError(
-                f"configurations[enqueue].arguments: unknown {unknown}; known: {sorted(known)}"
+                f"configurations[enqueue].arguments: unknown {unknown}; known: {sorted(cls.KNOWN)}"
             )
         age = arguments.get("maxSnapshotAge")
         return cls(
@@ -168,15 +293,8 @@ def _seconds(arguments: Mapping[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
-def _plugin(raw: Any, where: str) -> PluginOption:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise ConfigError(f"{where}: expected a mapping with a name")
-    arguments = raw.get("arguments") or {}
-    if not isinstance(arguments, Mapping):
-        raise ConfigError(f"{where}.arguments: expected a mapping")
-    return PluginOption(raw["name"], dict(arguments))
-
-
+# Sluice's defaults: Volcano's default actions plus preempt and reclaim, and the capacity
+# plugin as the queue plugin (it carries the gate reservations).
 DEFAULT_CONFIG_YAML = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
@@ -191,4 +309,4 @@ tiers:
 
 
 def default_config() -> SchedulerConfig:
-    return SchedulerConfig.from_yaml(DEFAULT_CONFIG_YAML)
+    return SchedulerConfig.from_yaml(DEFAULT_CONFIG_YAML, source="default")

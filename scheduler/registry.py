@@ -14,9 +14,10 @@ from scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
 from scheduler.config import ConfigError, SchedulerConfig
 from scheduler.framework.session import Session
 from scheduler.plugins.base import Plugin
+from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.gang import GangPlugin
-from scheduler.plugins.nodeorder import BinpackPlugin, NodeOrderPlugin
+from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 
@@ -38,22 +39,58 @@ ACTIONS: dict[str, Action] = {
 
 
 def check(config: SchedulerConfig) -> SchedulerConfig:
-    """``config`` if every action and plugin it names exists; else ConfigError naming it."""
+    """``config`` if every action, plugin and argument it names exists; else ConfigError
+    naming it, with what is supported."""
     for name in config.actions:
         if name not in ACTIONS:
-            raise ConfigError(f"actions: unknown action {name!r}; known: {sorted(ACTIONS)}")
-    for tier in config.tiers:
-        for option in tier:
-            if option.name not in PLUGINS:
+            raise ConfigError(f"actions: unknown action {name!r}; supported: {sorted(ACTIONS)}")
+    hierarchy, proportion = False, False
+    for i, tier in enumerate(config.tiers):
+        for j, option in enumerate(tier):
+            where = f"tiers[{i}].plugins[{j}] ({option.name})"
+            cls = PLUGINS.get(option.name)
+            if cls is None:
                 raise ConfigError(
-                    f"tiers: unknown plugin {option.name!r}; known: {sorted(PLUGINS)}"
+                    f"{where}: unknown plugin {option.name!r}; supported: {sorted(PLUGINS)}"
                 )
-    for option in config.configurations:
-        if option.name not in ACTIONS:
+            known = set(cls.ARGUMENTS) | cls.VOLCANO_ONLY
+            unknown = sorted(set(option.arguments) - known)
+            if unknown:
+                raise ConfigError(
+                    f"{where}.arguments: unknown {unknown}; supported: {sorted(cls.ARGUMENTS)}"
+                )
+            try:
+                cls(option).check()
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            hierarchy |= option.name == "drf" and option.enabled("enableHierarchy")
+            proportion |= option.name == "proportion"
+    if hierarchy and proportion:  # as Volcano's UnmarshalSchedulerConf
+        raise ConfigError("tiers: proportion and drf with enableHierarchy conflict")
+    for configuration in config.configurations:
+        if configuration.name not in ACTIONS:
             raise ConfigError(
-                f"configurations: unknown action {option.name!r}; known: {sorted(ACTIONS)}"
+                f"configurations: unknown action {configuration.name!r}; "
+                f"supported: {sorted(ACTIONS)}"
             )
     return config
+
+
+def ignored_arguments(config: SchedulerConfig) -> list[str]:
+    """Arguments Volcano's plugins take that Sluice accepts but does not implement."""
+    out = []
+    for tier in config.tiers:
+        for option in tier:
+            cls = PLUGINS.get(option.name)
+            for key in sorted(option.arguments):
+                if cls is not None and key in cls.VOLCANO_ONLY:
+                    out.append(f"{option.name}: {key}")
+    return out
+
+
+def load(text: str, *, source: str = "") -> SchedulerConfig:
+    """Parse and check a configuration in Volcano's format."""
+    return check(SchedulerConfig.from_yaml(text, source=source))
 
 
 def actions(config: SchedulerConfig) -> list[tuple[str, Action]]:
@@ -62,4 +99,4 @@ def actions(config: SchedulerConfig) -> list[tuple[str, Action]]:
 
 def plugin_tiers(config: SchedulerConfig) -> list[list[Plugin]]:
     """Fresh plugin instances, tier by tier, for one session."""
-    return [[PLUGINS[option.name](option.arguments) for option in tier] for tier in config.tiers]
+    return [[PLUGINS[option.name](option) for option in tier] for tier in config.tiers]

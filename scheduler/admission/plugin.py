@@ -40,7 +40,7 @@ class NodeCapacityPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         if self.context.enabled:
-            ssn.job_enqueueable_fns.append(self.job_enqueueable)
+            ssn.add_job_enqueueable_fn(self, self.job_enqueueable)
 
     def on_session_close(self, ssn: Session) -> None:
         """Forget PodGroups that no longer exist; the risks of those still waiting."""

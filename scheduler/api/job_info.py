@@ -42,7 +42,8 @@ class JobInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.index: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
-        self._ready = self._pipelined = self._valid = 0  # kept in step with the index: hot path
+        # Kept in step with the index (a hot path): ready, pipelined, valid, pending best-effort.
+        self._ready = self._pipelined = self._valid = self._best_effort_pending = 0
         self.nodes_fit_errors: dict[str, Status] = {}  # task uid -> why it was not placed
         self.job_fit_error: Status | None = None  # why the job was not admitted
         self.is_synthetic = False
@@ -105,7 +106,7 @@ class JobInfo:
             self.priority = task.priority
         self.tasks[task.uid] = task
         self.index.setdefault(task.status, {})[task.uid] = task
-        self._tally(task.status, 1)
+        self._tally(task, 1)
         if allocated_status(task.status):
             self.allocated.add(task.resreq)
 
@@ -114,7 +115,7 @@ class JobInfo:
         if old is None:
             return
         self.index.get(old.status, {}).pop(old.uid, None)
-        self._tally(old.status, -1)
+        self._tally(old, -1)
         if allocated_status(old.status):
             self.allocated.sub(old.resreq)
 
@@ -123,10 +124,13 @@ class JobInfo:
         task.status = status
         self.add_task(task)
 
-    def _tally(self, status: TaskStatus, delta: int) -> None:
+    def _tally(self, task: TaskInfo, delta: int) -> None:
+        status = task.status
         self._ready += delta if status in _READY else 0
         self._pipelined += delta if status == TaskStatus.PIPELINED else 0
         self._valid += delta if status in _VALID else 0
+        if status == TaskStatus.PENDING and task.best_effort:
+            self._best_effort_pending += delta
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(len(self.index.get(s, ())) for s in statuses)
@@ -139,6 +143,9 @@ class JobInfo:
 
     def valid_task_num(self) -> int:
         return self._valid
+
+    def pending_best_effort_num(self) -> int:
+        return self._best_effort_pending
 
     def pending_tasks(self) -> list[TaskInfo]:
         return list(self.index.get(TaskStatus.PENDING, {}).values())

@@ -36,6 +36,8 @@ class Code(enum.StrEnum):
     INVALID_OBJECT = "InvalidObject"
     # Not looked at in this cycle (its job was not reached).
     NOT_CONSIDERED = "NotConsidered"
+    # A plugin with nothing to say about this one (kube-scheduler's Skip, Volcano's Abstain).
+    SKIP = "Skip"
 
 
 QUEUE_CODES = frozenset({Code.QUEUE_FULL, Code.QUEUE_CLOSED, Code.QUEUE_INVALID})

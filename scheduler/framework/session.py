@@ -1,41 +1,32 @@
-"""Session: one scheduling cycle's view of the cluster, and the plugins' extension points.
+"""Session: one scheduling cycle's view of the cluster.
 
 A Session receives its plugin instances, tier by tier (the registry builds them from the
-configuration); each plugin registers callbacks in ``on_session_open``. Tiers are flattened in
-configuration order, so for orderings the first plugin that tells two items apart decides,
-and ties fall back to creation time, then UID — the same rule as Volcano, and deterministic.
-Every check answers with a ``Status``.
+configuration); each plugin registers callbacks on the extension points
+(``scheduler.framework.extensions``) in ``on_session_open``. Every check answers with a
+``Status``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from scheduler.api.job_info import JobInfo
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
-from scheduler.api.status import SUCCESS, Status
+from scheduler.api.status import Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext
 from scheduler.cache.cache import ClusterSnapshot
 from scheduler.config import SchedulerConfig
+from scheduler.framework.extensions import ExtensionPoints, Mask
 from scheduler.framework.node_matrix import NodeMatrix
 from scheduler.framework.writer import Writer
 from scheduler.plugins.base import Plugin
 from scheduler.plugins.queue_tree import QueueAttr
 
-if TYPE_CHECKING:  # the statement works on a session: the same layer, typing only
-    from scheduler.framework.statement import Statement
 
-JobCheck = Callable[[JobInfo], Status]
-TaskCheck = Callable[[QueueInfo, TaskInfo], Status]
-VictimFilter = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
-Mask = np.ndarray  # one bool per node of the session, in ``node_list`` order
-
-
-class Session:
+class Session(ExtensionPoints):
     def __init__(
         self,
         snapshot: ClusterSnapshot,
@@ -44,6 +35,7 @@ class Session:
         now: float,
         tiers: Sequence[Sequence[Plugin]] = (),
     ) -> None:
+        super().__init__()
         self.jobs: dict[str, JobInfo] = snapshot.jobs
         self.nodes: dict[str, NodeInfo] = snapshot.nodes
         self.queues: dict[str, QueueInfo] = snapshot.queues
@@ -71,28 +63,11 @@ class Session:
         self.waiting: dict[str, Status] = {}  # task uid -> why it is still waiting
         # The queue plugin's figures per queue (capability, deserved, allocated, share…).
         self.queue_attrs: dict[str, QueueAttr] = {}
-        self.plugins: list[Plugin] = [plugin for tier in tiers for plugin in tier]
-        # Extension points, registered by the plugins in on_session_open.
-        self.job_order_fns: list[Callable[[JobInfo], Any]] = []
-        self.task_order_fns: list[Callable[[TaskInfo], Any]] = []
-        self.queue_order_fns: list[Callable[[QueueInfo], Any]] = []
-        self.job_ready_fns: list[Callable[[JobInfo], bool]] = []
-        self.job_pipelined_fns: list[Callable[[JobInfo], bool]] = []
-        self.job_valid_fns: list[JobCheck] = []
-        self.job_enqueueable_fns: list[JobCheck] = []
-        self.job_enqueued_fns: list[Callable[[JobInfo], None]] = []
-        self.allocatable_fns: list[TaskCheck] = []
-        self.overused_fns: list[Callable[[QueueInfo], bool]] = []
-        # For preempt and reclaim: (preemptor, candidates) -> victims.
-        self.preemptable_fns: list[VictimFilter] = []
-        self.reclaimable_fns: list[VictimFilter] = []
-        self.preemptive_fns: list[TaskCheck] = []
-        self.predicate_fns: list[Callable[[TaskInfo], Mask]] = []
-        self.predicate_reason_fns: list[Callable[[TaskInfo, Mask], dict[str, int]]] = []
-        self.node_score_fns: list[Callable[[TaskInfo, np.ndarray], np.ndarray]] = []
-        self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
-        self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
-        self.cleanup_reservations_fns: list[Callable[[Statement], None]] = []
+        self.plugins: list[Plugin] = []
+        for index, tier in enumerate(tiers):
+            for plugin in tier:
+                plugin.tier = index
+                self.plugins.append(plugin)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -132,48 +107,6 @@ class Session:
 
     def queue_order_key(self, queue: QueueInfo) -> tuple:
         return (*(fn(queue) for fn in self.queue_order_fns), queue.creation, queue.uid)
-
-    # --- votes -----------------------------------------------------------------------------
-
-    def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self.job_ready_fns)
-
-    def job_pipelined(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self.job_pipelined_fns)
-
-    def job_valid(self, job: JobInfo) -> Status:
-        return _first_refusal(fn(job) for fn in self.job_valid_fns)
-
-    def job_enqueueable(self, job: JobInfo) -> Status:
-        return _first_refusal(fn(job) for fn in self.job_enqueueable_fns)
-
-    def job_enqueued(self, job: JobInfo) -> None:
-        for fn in self.job_enqueued_fns:
-            fn(job)
-
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Status:
-        return _first_refusal(fn(queue, task) for fn in self.allocatable_fns)
-
-    def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for fn in self.overused_fns)
-
-    def cleanup_reservations(self, statement: Statement) -> None:
-        for fn in self.cleanup_reservations_fns:
-            fn(statement)
-
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
-        """May ``queue`` take resources from other queues for ``task``? (reclaim)"""
-        return _first_refusal(fn(queue, task) for fn in self.preemptive_fns)
-
-    def job_starving(self, job: JobInfo) -> bool:
-        """The job still needs resources: it is neither ready nor pipelined."""
-        return not self.job_ready(job) and not self.job_pipelined(job)
-
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self.preemptable_fns, preemptor, candidates)
-
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self.reclaimable_fns, reclaimer, candidates)
 
     # --- nodes -----------------------------------------------------------------------------
 
@@ -263,22 +196,3 @@ class Session:
     def wait(self, task: TaskInfo, status: Status) -> None:
         """Remember why a task is still waiting (for the report and its pod condition)."""
         self.waiting[task.uid] = status
-
-
-def _first_refusal(statuses: Iterable[Status]) -> Status:
-    for status in statuses:
-        if not status.ok:
-            return status
-    return SUCCESS
-
-
-def _victims(fns: list[VictimFilter], task: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-    """Victims every registered plugin agrees to (Volcano intersects the plugins' answers);
-    with no plugin registered, none."""
-    if not fns:
-        return []
-    chosen: set[str] | None = None
-    for fn in fns:
-        allowed = {v.uid for v in fn(task, candidates)}
-        chosen = allowed if chosen is None else chosen & allowed
-    return [c for c in candidates if c.uid in (chosen or set())]

@@ -23,11 +23,16 @@ if TYPE_CHECKING:
 
 class CapacityPlugin(Plugin):
     name = "capacity"
+    ARGUMENTS = {"gateReservation": True, "reservationTimeout": 900.0}
+    VOLCANO_ONLY = frozenset(
+        {"ancestorReclaimLevel", "capacity.DynamicResourceAllocationEnable",
+         "capacity.DRAConsumableCapacityEnable"}
+    )  # fmt: skip
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.reserve = self.flag("gateReservation", True)
-        self.timeout = self.argument("reservationTimeout", RESERVATION_TIMEOUT)
+        self.reserve = self.flag("gateReservation")
+        self.timeout = self.argument("reservationTimeout")
         self.attrs, self.problems = build_tree(ssn.queues)
         self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
         self.placed: dict[str, TaskInfo] = {}  # reserved tasks placed in this session
@@ -35,15 +40,14 @@ class CapacityPlugin(Plugin):
         self._expire_reservations(ssn)
         self._compute_capabilities(ssn)
         ssn.queue_attrs = self.attrs
-        ssn.queue_order_fns.append(lambda q: (-q.priority, self._share(q.name)))
-        ssn.job_enqueueable_fns.append(self.job_enqueueable)
-        ssn.job_enqueued_fns.append(self.job_enqueued)
-        ssn.allocatable_fns.append(self.allocatable)
-        ssn.allocate_handlers.append(lambda task: self._on_change(task, +1))
-        ssn.deallocate_handlers.append(lambda task: self._on_change(task, -1))
-        ssn.cleanup_reservations_fns.append(self.cleanup_reservations)
-        ssn.reclaimable_fns.append(self.reclaimable)
-        ssn.preemptive_fns.append(self.preemptive)
+        ssn.add_queue_order_fn(self, lambda q: (-q.priority, self._share(q.name)))
+        ssn.add_job_enqueueable_fn(self, self.job_enqueueable)
+        ssn.add_job_enqueued_fn(self, self.job_enqueued)
+        ssn.add_allocatable_fn(self, self.allocatable)
+        ssn.add_event_handler(lambda t: self._on_change(t, +1), lambda t: self._on_change(t, -1))
+        ssn.add_cleanup_reservations_fn(self.cleanup_reservations)
+        ssn.add_reclaimable_fn(self, self.reclaimable)
+        ssn.add_preemptive_fn(self, self.preemptive)
 
     def on_session_close(self, ssn: Session) -> None:
         self._refresh_report_figures(ssn)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from scheduler.api.job_info import JobInfo
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.framework.extensions import Vote
 from scheduler.plugins.base import Plugin
 
 if TYPE_CHECKING:
@@ -17,15 +18,14 @@ class GangPlugin(Plugin):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.job_valid_fns.append(_job_valid)
+        ssn.add_job_valid_fn(self, _job_valid)
         # Jobs that are not ready yet go first, as in Volcano's gang job order.
-        ssn.job_order_fns.append(lambda job: int(_ready(job)))
-        ssn.job_ready_fns.append(_ready)
-        ssn.job_pipelined_fns.append(
-            lambda job: job.ready_task_num() + job.pipelined_num() >= job.min_available
-        )
-        ssn.preemptable_fns.append(lambda task, candidates: _keep_gangs(ssn, candidates))
-        ssn.reclaimable_fns.append(lambda task, candidates: _keep_gangs(ssn, candidates))
+        ssn.add_job_order_fn(self, lambda job: int(_ready(job)))
+        ssn.add_job_ready_fn(self, _ready)
+        ssn.add_job_pipelined_fn(self, _pipelined)
+        ssn.add_preemptable_fn(self, lambda task, candidates: _keep_gangs(ssn, candidates))
+        ssn.add_reclaimable_fn(self, lambda task, candidates: _keep_gangs(ssn, candidates))
+        ssn.add_job_starving_fn(self, _starving)
 
 
 def _keep_gangs(ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -46,6 +46,19 @@ def _keep_gangs(ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
 
 def _ready(job: JobInfo) -> bool:
     return job.ready_task_num() >= job.min_available
+
+
+def _pipelined(job: JobInfo) -> Vote:
+    """Volcano's JobInfo.IsPipelined: pending best-effort tasks count, as backfill places
+    them on any node."""
+    placed = job.ready_task_num() + job.pipelined_num() + job.pending_best_effort_num()
+    pipelined = placed >= job.min_available
+    return Vote.PERMIT if pipelined else Vote.REJECT
+
+
+def _starving(job: JobInfo) -> bool:
+    """Volcano's JobInfo.IsStarving: fewer ready and pipelined tasks than minAvailable."""
+    return job.ready_task_num() + job.pipelined_num() < job.min_available
 
 
 def _job_valid(job: JobInfo) -> Status:

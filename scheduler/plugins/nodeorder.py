@@ -1,4 +1,4 @@
-"""nodeorder (least-allocated) and binpack: vectorised node scores, higher is better."""
+"""nodeorder: kube-scheduler's LeastAllocated as a vectorised node score, higher is better."""
 
 from __future__ import annotations
 
@@ -18,9 +18,15 @@ class NodeOrderPlugin(Plugin):
     """kube-scheduler's LeastAllocated over CPU and memory, scaled 0–100, times the weight."""
 
     name = "nodeorder"
+    ARGUMENTS = {"leastrequested.weight": 1}
+    VOLCANO_ONLY = frozenset(
+        {"nodeaffinity.weight", "podaffinity.weight", "balancedresource.weight",
+         "mostrequested.weight", "tainttoleration.weight", "imagelocality.weight",
+         "podtopologyspread.weight", "selectorspread.weight", "volumebinding.weight"}
+    )  # fmt: skip
 
     def on_session_open(self, ssn: Session) -> None:
-        weight = self.argument("leastrequested.weight", 1)
+        weight = self.argument("leastrequested.weight")
         if not weight:
             return
         matrix = ssn.matrix
@@ -43,25 +49,4 @@ class NodeOrderPlugin(Plugin):
             free_cpu *= scale
             return free_cpu
 
-        ssn.node_score_fns.append(score)
-
-
-class BinpackPlugin(Plugin):
-    """Volcano's binpack: prefer nodes already full, per-resource weights."""
-
-    name = "binpack"
-
-    def on_session_open(self, ssn: Session) -> None:
-        weight = self.argument("binpack.weight", 1)
-        matrix = ssn.matrix
-        cols = [matrix.dim_index[CPU], matrix.dim_index[MEMORY]]
-        weights = np.array([self.argument("binpack.cpu", 1), self.argument("binpack.memory", 1)])
-        alloc = matrix.safe_allocatable[:, cols]
-        total = weights.sum() or 1
-
-        def score(task: TaskInfo, vec: np.ndarray) -> np.ndarray:
-            used = matrix.allocatable[:, cols] - matrix.idle[:, cols] + vec[cols]
-            ratio = np.clip(used / alloc, 0, 1)
-            return (ratio * weights).sum(axis=1) / total * (100 * weight)
-
-        ssn.node_score_fns.append(score)
+        ssn.add_node_order_fn(self, score)

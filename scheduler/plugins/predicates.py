@@ -26,12 +26,22 @@ TOO_MANY_PODS = "Too many pods"
 
 class PredicatesPlugin(Plugin):
     name = "predicates"
+    # Volcano's predicates switch kube-scheduler filters on and off; Sluice runs the ones it
+    # has (node affinity and selector, taints, unschedulable, node name) always.
+    VOLCANO_ONLY = frozenset(
+        {"predicate.NodeAffinityEnable", "predicate.NodePortsEnable",
+         "predicate.TaintTolerationEnable", "predicate.PodAffinityEnable",
+         "predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable",
+         "predicate.PodTopologySpreadEnable", "predicate.VolumeBindingEnable",
+         "predicate.DynamicResourceAllocationEnable", "predicate.CacheEnable",
+         "predicate.GPUSharingEnable", "predicate.GPUNumberEnable",
+         "predicate.ResourceStrategyFitEnable", "predicate.ProportionalEnable"}
+    )  # fmt: skip
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._masks: dict[object, tuple[np.ndarray, list[str | None]]] = {}
-        ssn.predicate_fns.append(self.mask)
-        ssn.predicate_reason_fns.append(self.reasons)
+        ssn.add_predicate_fn(self, self.mask, self.reasons)
 
     def _evaluate(self, task: TaskInfo) -> tuple[np.ndarray, list[str | None]]:
         cached = self._masks.get(task.signature)

@@ -15,9 +15,9 @@ class PriorityPlugin(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.job_order_fns.append(lambda job: -job.priority)
-        ssn.task_order_fns.append(lambda task: -task.priority)
-        ssn.preemptable_fns.append(lambda task, candidates: _lower_priority(ssn, task, candidates))
+        ssn.add_job_order_fn(self, lambda job: -job.priority)
+        ssn.add_task_order_fn(self, lambda task: -task.priority)
+        ssn.add_preemptable_fn(self, lambda task, cands: _lower_priority(ssn, task, cands))
 
 
 def _lower_priority(
