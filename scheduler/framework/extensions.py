@@ -18,7 +18,6 @@ off (``enablePreemptable: false``…) is not registered at all. Answers combine 
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,18 +27,10 @@ from scheduler.api.job_info import JobInfo
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo
-from scheduler.plugins.base import Plugin
+from scheduler.plugins.base import Plugin, Vote
 
 if TYPE_CHECKING:  # the statement works on a session: the same layer, typing only
     from scheduler.framework.statement import Statement
-
-
-class Vote(enum.IntEnum):
-    """Volcano's util.Permit / util.Abstain / util.Reject."""
-
-    REJECT = -1
-    ABSTAIN = 0
-    PERMIT = 1
 
 
 ABSTAIN = Status(Code.SKIP)  # a job_enqueueable answer that leaves the decision to others

@@ -14,6 +14,7 @@ warning, so a Volcano configuration loads unchanged). Anything else is a configu
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,6 +22,14 @@ from scheduler.config import PluginOption
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
+
+
+class Vote(enum.IntEnum):
+    """A plugin's answer where it may abstain: Volcano's util.Permit / Abstain / Reject."""
+
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
 
 
 class Plugin:

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 from scheduler.api.job_info import JobInfo
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
-from scheduler.framework.extensions import Vote
-from scheduler.plugins.base import Plugin
+from scheduler.plugins.base import Plugin, Vote
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
