@@ -1,0 +1,270 @@
+"""Volcano's own scheduler tests, as data: objects in, decisions out.
+
+Each file under ``cases/`` translates the table of one Volcano test function (Volcano commit
+``VOLCANO_COMMIT``) into YAML, one entry per Go test case, keeping the case's name. A case is
+run the way the scheduler worker runs a cycle: its actions and tiers become a configuration
+in Volcano's format, loaded by ``scheduler.registry.load``; its objects fill a scheduler cache;
+``run_cycle`` decides and a recording client takes the writes.
+
+Case format (every key but ``name`` optional)::
+
+    name: the Go test case's Name
+    actions: [allocate]                 # the actions the Go test runs, in order
+    tiers: [{plugins: [{name: gang, enableJobOrder: true}]}]   # Volcano's tiers and switches
+    switches: go                        # go (the default): a switch the case does not set is
+                                        # off, as in the Go test's PluginOption literals;
+                                        # conf: on, as in a volcano-scheduler.conf
+    configurations: [{name: enqueue, arguments: {...}}]
+    queues:     [{name, weight, capability, deserved, guarantee, parent, priority, state,
+                  reclaimable, annotations}]
+    podgroups:  [{name, namespace, queue, minMember, phase, minResources, priorityClassName}]
+    pods:       [{namespace, name, node, phase, requests, group, labels, nodeSelector,
+                  priority, priorityClassName, preemptionPolicy, tolerations, affinity,
+                  annotations, initContainers, deletionTimestamp}]
+    nodes:      [{name, allocatable, labels, taints, unschedulable}]
+    priorityClasses: [{name, value}]
+    expect:
+      binds: {ns/pod: node}             # exactly these binds (Volcano's ExpectBindMap)
+      bindCount: 2                      # only the number (Volcano's MinimalBindCheck)
+      evicted: [ns/pod]                 # exactly these evictions, as a multiset
+      pipelined: {ns/podgroup: [node]}  # the job has pipelined tasks, each on one of these
+      phases: {ns/podgroup: Inqueue}    # PodGroup phases after the cycle
+    skip: why Sluice does not run it    # a feature Sluice does not have (listed in the README)
+    difference: the README's "Differences from Volcano" row that explains …
+    sluice: {binds: …}                  # … and what Sluice decides instead (checked)
+
+Conventions of Volcano's test helpers kept here: pods get uid ``<ns>-<name>``, the group-name
+annotation (also when empty), and are Volcano's (``schedulerName: volcano``); a node without a
+``pods`` allocatable holds no pod when the predicates plugin runs (its MaxTaskNum is 0) and any
+number otherwise; objects have no creation time, so ties fall to UIDs.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler import registry
+from scheduler.api.labels import GROUP_NAME_ANNOTATION
+from scheduler.cache import RecordingClusterClient, SchedulerCache
+from scheduler.config import SWITCHES, SchedulerConfig
+from scheduler.loop import run_cycle
+
+VOLCANO_COMMIT = "ed72c7c815a9fd547a787134676f73d42e9d049c"
+CASES = Path(__file__).parent / "cases"
+UNLIMITED_PODS = "1000000"
+
+
+@dataclass
+class Case:
+    file: str  # the YAML file
+    source: str  # the Go file
+    test: str  # the Go test function
+    name: str
+    raw: dict
+
+    @property
+    def id(self) -> str:
+        return f"{self.test}/{self.name}"
+
+    @property
+    def skip(self) -> str | None:
+        return self.raw.get("skip")
+
+    @property
+    def difference(self) -> str | None:
+        return self.raw.get("difference")
+
+    def expected(self) -> dict:
+        """What Sluice must decide: Volcano's expectation, or Sluice's where it differs."""
+        if self.difference:
+            return self.raw["sluice"]
+        return self.raw.get("expect") or {}
+
+
+def load_cases() -> list[Case]:
+    cases = []
+    for path in sorted(CASES.glob("*.yaml")):
+        document = yaml.safe_load(path.read_text())
+        commit = document.get("commit")
+        assert commit == VOLCANO_COMMIT, f"{path.name}: translated from {commit}"
+        for entry in document["cases"]:
+            cases.append(
+                Case(path.name, document["source"], entry.get("test") or document["test"],
+                     entry["name"], entry)
+            )  # fmt: skip
+    return cases
+
+
+@dataclass
+class Outcome:
+    binds: dict[str, str]
+    evicted: list[str]
+    pipelined: dict[str, list[str]]  # job -> nodes its pipelined tasks sit on
+    phases: dict[str, str]
+    errors: list[str] = field(default_factory=list)
+
+
+def run(case: Case) -> Outcome:
+    raw = case.raw
+    config = registry.load(yaml.safe_dump(configuration(raw)), source=f"{case.file}: {case.name}")
+    classes = {pc["name"]: int(pc["value"]) for pc in raw.get("priorityClasses") or []}
+    cache = SchedulerCache("volcano", priority_classes=classes)
+    predicates = any(p.name == "predicates" for tier in config.tiers for p in tier)
+    for q in raw.get("queues") or []:
+        cache.add_queue(queue(q))
+    for n in raw.get("nodes") or []:
+        cache.add_node(node(n, predicates=predicates))
+    podgroups = [podgroup(pg) for pg in raw.get("podgroups") or []]
+    for pg in podgroups:
+        cache.add_podgroup(pg)
+    for p in raw.get("pods") or []:
+        cache.add_pod(pod(p))
+    client = RecordingClusterClient()
+    report = run_cycle(cache, config, client, now=0.0, act=True)
+    phases = {key(pg): (pg.get("status") or {}).get("phase", "") for pg in podgroups}
+    for call in client.of("patch_podgroup_status"):
+        if "phase" in call[2]:
+            phases[call[1]] = call[2]["phase"]
+    pipelined: dict[str, list[str]] = {}
+    for waiting in report.waiting:
+        if waiting.state.value == "pipelined":
+            pipelined.setdefault(waiting.job, []).append(waiting.node)
+    evicted = [c[1] for c in client.of("evict")]
+    return Outcome(client.binds(), evicted, pipelined, phases, report.errors)
+
+
+def check(case: Case, outcome: Outcome) -> list[str]:
+    """Every way the outcome differs from what the case expects, in words."""
+    expect = case.expected()
+    problems = []
+    if "binds" in expect and outcome.binds != (expect["binds"] or {}):
+        problems.append(f"binds: want {expect['binds']}, got {outcome.binds}")
+    if "bindCount" in expect and len(outcome.binds) != expect["bindCount"]:
+        problems.append(f"bind count: want {expect['bindCount']}, got {len(outcome.binds)}")
+    if "evicted" in expect and sorted(outcome.evicted) != sorted(expect["evicted"] or []):
+        problems.append(f"evicted: want {sorted(expect['evicted'] or [])}, got {outcome.evicted}")
+    for job, nodes in (expect.get("pipelined") or {}).items():
+        got = outcome.pipelined.get(job)
+        if not got:
+            problems.append(f"pipelined: want job {job} pipelined on {nodes}, got none")
+        elif any(n not in nodes for n in got):
+            problems.append(f"pipelined: want job {job} on {nodes}, got {got}")
+    for job, phase in (expect.get("phases") or {}).items():
+        if outcome.phases.get(job) != phase:
+            problems.append(f"phase of {job}: want {phase}, got {outcome.phases.get(job)}")
+    return problems
+
+
+# --- translation of Volcano's test objects -------------------------------------------------
+
+
+def configuration(raw: dict) -> dict[str, Any]:
+    config: dict[str, Any] = {"actions": ", ".join(raw.get("actions") or ["allocate"])}
+    config["tiers"] = copy.deepcopy(raw.get("tiers") or [])
+    if raw.get("switches", "go") == "go":
+        # Go tests build PluginOption literals: an unset switch is nil, and Volcano's
+        # isEnabled(nil) is false. A configuration file defaults them to true instead.
+        for tier in config["tiers"]:
+            for plugin in tier.get("plugins") or []:
+                for switch in SWITCHES:
+                    plugin.setdefault(switch, False)
+    if raw.get("configurations"):
+        config["configurations"] = copy.deepcopy(raw["configurations"])
+    SchedulerConfig.from_dict(config)  # shape errors surface here, naming the key
+    return config
+
+
+def key(obj: dict) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+def quantities(values: dict | None) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (values or {}).items()}
+
+
+def queue(q: dict) -> dict:
+    spec: dict[str, Any] = {"weight": q.get("weight", 1)}
+    for field_name in ("capability", "deserved", "parent", "priority", "reclaimable"):
+        if q.get(field_name) is not None:
+            value = q[field_name]
+            spec[field_name] = quantities(value) if isinstance(value, dict) else value
+    if q.get("guarantee"):
+        spec["guarantee"] = {"resource": quantities(q["guarantee"])}
+    meta: dict[str, Any] = {"name": q["name"]}
+    if q.get("annotations"):
+        meta["annotations"] = dict(q["annotations"])
+    return {"metadata": meta, "spec": spec, "status": {"state": q.get("state", "Open")}}
+
+
+def node(n: dict, *, predicates: bool) -> dict:
+    allocatable = quantities(n.get("allocatable"))
+    if "pods" not in allocatable and not predicates:
+        allocatable["pods"] = UNLIMITED_PODS  # Volcano checks the pod count in predicates only
+    spec: dict[str, Any] = {}
+    if n.get("taints"):
+        spec["taints"] = copy.deepcopy(n["taints"])
+    if n.get("unschedulable"):
+        spec["unschedulable"] = True
+    return {
+        "metadata": {"name": n["name"], "labels": dict(n.get("labels") or {})},
+        "spec": spec,
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
+    }
+
+
+def podgroup(pg: dict) -> dict:
+    spec: dict[str, Any] = {
+        "queue": pg.get("queue", "default"),
+        "minMember": pg.get("minMember", 0),
+    }
+    if pg.get("minResources") is not None:
+        spec["minResources"] = quantities(pg["minResources"])
+    if pg.get("priorityClassName"):
+        spec["priorityClassName"] = pg["priorityClassName"]
+    ns = pg.get("namespace", "default")
+    return {
+        "metadata": {"name": pg["name"], "namespace": ns, "uid": f"{ns}-{pg['name']}"},
+        "spec": spec,
+        "status": {"phase": pg.get("phase", "Pending")},
+    }
+
+
+def pod(p: dict) -> dict:
+    ns = p.get("namespace", "default")
+    annotations = {GROUP_NAME_ANNOTATION: p.get("group", ""), **(p.get("annotations") or {})}
+    container: dict[str, Any] = {"name": "main", "resources": {}}
+    if p.get("requests"):
+        container["resources"]["requests"] = quantities(p["requests"])
+    if p.get("limits"):
+        container["resources"]["limits"] = quantities(p["limits"])
+    spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [container]}
+    if p.get("initContainers"):
+        spec["initContainers"] = [
+            {"name": f"init-{i}", "resources": {"requests": quantities(c.get("requests"))},
+             **({"restartPolicy": c["restartPolicy"]} if c.get("restartPolicy") else {})}
+            for i, c in enumerate(p["initContainers"])
+        ]  # fmt: skip
+    if p.get("node"):
+        spec["nodeName"] = p["node"]
+    for src, dst in (("nodeSelector", "nodeSelector"), ("tolerations", "tolerations"),
+                     ("affinity", "affinity"), ("priority", "priority"),
+                     ("priorityClassName", "priorityClassName"),
+                     ("preemptionPolicy", "preemptionPolicy"), ("overhead", "overhead")):  # fmt: skip
+        if p.get(src) is not None:
+            spec[dst] = copy.deepcopy(p[src])
+    meta: dict[str, Any] = {
+        "name": p["name"],
+        "namespace": ns,
+        "uid": f"{ns}-{p['name']}",
+        "labels": dict(p.get("labels") or {}),
+        "annotations": annotations,
+    }
+    if p.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = p["deletionTimestamp"]
+    return {"metadata": meta, "spec": spec, "status": {"phase": p.get("phase", "Pending")}}
