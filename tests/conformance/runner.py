@@ -17,7 +17,8 @@ Case format (every key but ``name`` optional)::
     configurations: [{name: enqueue, arguments: {...}}]
     queues:     [{name, weight, capability, deserved, guarantee, parent, priority, state,
                   reclaimable, annotations}]
-    podgroups:  [{name, namespace, queue, minMember, phase, minResources, priorityClassName}]
+    podgroups:  [{name, namespace, queue, minMember, minTaskMember, phase, minResources,
+                  priorityClassName}]
     pods:       [{namespace, name, node, phase, requests, group, labels, nodeSelector,
                   priority, priorityClassName, preemptionPolicy, tolerations, affinity,
                   annotations, initContainers, deletionTimestamp}]
@@ -223,6 +224,8 @@ def podgroup(pg: dict) -> dict:
         "queue": pg.get("queue", "default"),
         "minMember": pg.get("minMember", 0),
     }
+    if pg.get("minTaskMember") is not None:  # BuildPodGroup's taskMinMember, by task-spec role
+        spec["minTaskMember"] = {str(k): int(v) for k, v in pg["minTaskMember"].items()}
     if pg.get("minResources") is not None:
         spec["minResources"] = quantities(pg["minResources"])
     if pg.get("priorityClassName"):
