@@ -6,24 +6,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler.api.helpers import has_queue_allocation_gate_annotation
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
 from scheduler.api.labels import ROOT_QUEUE
 from scheduler.api.queue_info import QueueInfo
-from scheduler.api.resource import Resource, exceeded_part, res_max, res_min, share
+from scheduler.api.resource import Resource, exceeded_part, res_max, share
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins.base import Plugin
+from scheduler.plugins.gate_reservations import RESERVATION_ARGUMENTS, GateReservations
 from scheduler.plugins.queue_tree import QueueAttr, build_tree
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
-    from scheduler.framework.statement import Statement
 
 
 class CapacityPlugin(Plugin):
     name = "capacity"
-    ARGUMENTS = {"gateReservation": True, "reservationTimeout": 900.0}
+    ARGUMENTS = RESERVATION_ARGUMENTS
     VOLCANO_ONLY = frozenset(
         {"ancestorReclaimLevel", "capacity.DynamicResourceAllocationEnable",
          "capacity.DRAConsumableCapacityEnable"}
@@ -31,13 +30,11 @@ class CapacityPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.reserve = self.flag("gateReservation")
-        self.timeout = self.argument("reservationTimeout")
+        self.gates = GateReservations(self, ssn)
         self.attrs, self.problems = build_tree(ssn.queues)
-        self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
-        self.placed: dict[str, TaskInfo] = {}  # reserved tasks placed in this session
         self._account_jobs(ssn)
-        self._expire_reservations(ssn)
+        self.gates.load()
+        self.gates.expire()
         self._compute_capabilities(ssn)
         ssn.queue_attrs = self.attrs
         ssn.add_queue_order_fn(self, lambda q: (-q.priority, self._share(q.name)))
@@ -45,12 +42,12 @@ class CapacityPlugin(Plugin):
         ssn.add_job_enqueued_fn(self, self.job_enqueued)
         ssn.add_allocatable_fn(self, self.allocatable)
         ssn.add_event_handler(lambda t: self._on_change(t, +1), lambda t: self._on_change(t, -1))
-        ssn.add_cleanup_reservations_fn(self.cleanup_reservations)
+        ssn.add_cleanup_reservations_fn(self.gates.cleanup)
         ssn.add_reclaimable_fn(self, self.reclaimable)
         ssn.add_preemptive_fn(self, self.preemptive)
 
     def on_session_close(self, ssn: Session) -> None:
-        self._refresh_report_figures(ssn)
+        self.gates.report(self.attrs, ssn.jobs.values(), self._job_inqueue)
 
     def _share(self, name: str) -> float:
         attr = self.attrs.get(name)
@@ -71,71 +68,6 @@ class CapacityPlugin(Plugin):
                 # pipelined during the cycle does.
                 for attr in chain:
                     attr.allocated.add(task.resreq)
-            for task in job.index.get(TaskStatus.PENDING, {}).values():
-                # Passed the capacity check earlier, gate removed, still pending: a reservation.
-                # Only a pass this scheduler saw counts: an opted-in pod that was never gated
-                # (created while the webhook was away) must not hold its queue unchecked.
-                if task.uid in ssn.reservations and not task.sch_gated:
-                    self._reserve(job.queue, task)
-
-    def _reserve(self, queue: str, task: TaskInfo) -> None:
-        if not self.reserve:
-            return
-        since = self.ssn.reservations.setdefault(task.uid, self.ssn.now)
-        if since is not None:  # an expired reservation is never taken again
-            self.reserved.setdefault(queue, {})[task.uid] = task
-
-    def _expire_reservations(self, ssn: Session) -> None:
-        """Release reservations held longer than the limit; Volcano's never expire, so a pod
-        that never finds a node would hold its queue forever."""
-        live = {uid for tasks in self.reserved.values() for uid in tasks}
-        pending = {
-            t.uid for j in ssn.jobs.values() for t in j.index.get(TaskStatus.PENDING, {}).values()
-        }
-        for uid in [u for u in ssn.reservations if u not in live and u not in pending]:
-            del ssn.reservations[uid]  # bound, deleted or gone: forget it
-        for queue, tasks in self.reserved.items():
-            for task in list(tasks.values()):
-                since = ssn.reservations[task.uid]
-                if since is None:
-                    continue  # released earlier: _reserve never takes it again
-                held = ssn.now - since
-                if held < self.timeout:
-                    continue
-                del tasks[task.uid]
-                ssn.reservations[task.uid] = None
-                message = (
-                    f"reservation of {task.resreq.describe()} in queue {queue} released after "
-                    f"{_duration(held)} without a node (limit {_duration(self.timeout)})"
-                )
-                ssn.notices.append(f"pod {task.namespace}/{task.name}: {message}")
-                ssn.writer.event(task.pod, "Warning", "QueueReservationExpired", message)
-
-    def _refresh_report_figures(self, ssn: Session) -> None:
-        """The report's figures per queue, each summed up the hierarchy like allocated.
-
-        inqueue is recomputed: within a cycle an admitted job's minResources and its new
-        allocations both count (as in Volcano); at the end only the unmet part does.
-        ``reserved`` sums the gate reservations left after the cycle, and ``inqueue_reserved``
-        is the part of inqueue they already hold: an admitted job whose ungated pods wait for
-        a node counts in both figures (the enqueue check reads one, the allocatable check the
-        other), and a display must not add them."""
-        for attr in self.attrs.values():
-            attr.inqueue, attr.reserved, attr.inqueue_reserved = Resource(), Resource(), Resource()
-        reserved_by_job: dict[str, Resource] = {}
-        for queue, tasks in self.reserved.items():
-            chain = self.attrs[queue].chain if queue in self.attrs else []
-            for task in tasks.values():
-                reserved_by_job.setdefault(task.job_id, Resource()).add(task.resreq)
-                for attr in chain:
-                    attr.reserved.add(task.resreq)
-        for job in ssn.jobs.values():
-            if job.queue in self.attrs:
-                inqueue = self._job_inqueue(job)
-                held = res_min(inqueue, reserved_by_job.get(job.uid, Resource()))
-                for attr in self.attrs[job.queue].chain:
-                    attr.inqueue.add(inqueue)
-                    attr.inqueue_reserved.add(held)
 
     def _job_inqueue(self, job: JobInfo) -> Resource:
         if job.min_resources is None:
@@ -204,18 +136,14 @@ class CapacityPlugin(Plugin):
         attr, status = self._queue_status(queue.name)
         if attr is None:
             return status
-        reserved = Resource()
-        for other in self.reserved.get(queue.name, {}).values():
-            if other.uid != task.uid:
-                reserved.add(other.resreq)
+        reserved = self.gates.held_by_others(queue.name, task)
         for level in _quota_levels(attr):
             future = level.allocated.clone().add(reserved).add(task.resreq)
             short = future.insufficient(level.real_capability, task.resreq.names())
             if short:
                 message = _limit_message(level, short, reserved, task)
                 return Status(Code.QUEUE_FULL, self.name, message)
-        if has_queue_allocation_gate_annotation(task.pod):
-            self._reserve(queue.name, task)
+        self.gates.reserve_if_opted_in(queue.name, task)
         return SUCCESS
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
@@ -256,34 +184,18 @@ class CapacityPlugin(Plugin):
             victims.append(task)
         return victims
 
-    def cleanup_reservations(self, statement: Statement) -> None:
-        """Allocations about to be committed end their reservations for good."""
-        for task in statement.allocated_tasks():
-            self.placed.pop(task.uid, None)
-            for tasks in self.reserved.values():
-                tasks.pop(task.uid, None)
-
     def _on_change(self, task: TaskInfo, sign: int) -> None:
         # Pipelined tasks count too, as Volcano's Pipeline fires the allocate event.
         job = self.ssn.jobs.get(task.job_id)
         if job is None or job.queue not in self.attrs:
             return
-        # A reserved task that is placed holds its share through its allocation instead;
-        # undone, it holds it through its reservation again (never both, never neither).
-        held = self.reserved.setdefault(job.queue, {})
-        if sign > 0 and task.uid in held:
-            self.placed[task.uid] = held.pop(task.uid)
-        elif sign < 0 and task.uid in self.placed:
-            held[task.uid] = self.placed.pop(task.uid)
+        self.gates.on_change(job.queue, task, sign)
         for level in self.attrs[job.queue].chain:
             if sign > 0:
                 level.allocated.add(task.resreq)
             else:
                 level.allocated.sub(task.resreq)
             level.share = share(level.allocated, level.deserved)
-
-
-RESERVATION_TIMEOUT = 900.0  # seconds: Cluster Autoscaler's default max node provision time
 
 
 def _quota_levels(attr: QueueAttr) -> list[QueueAttr]:
@@ -293,11 +205,6 @@ def _quota_levels(attr: QueueAttr) -> list[QueueAttr]:
     return [
         level for level in attr.chain if level.name != ROOT_QUEUE or level.capability is not None
     ]
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 def _elastic(job: JobInfo) -> Resource:

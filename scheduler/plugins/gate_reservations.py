@@ -1,0 +1,166 @@
+"""Gate reservations, shared by the queue plugins (capacity, proportion).
+
+Volcano's gate-controlled scheduling design lets a pod that opted in
+(``scheduling.volcano.sh/queue-allocation-gate: "true"``) keep its scheduling gate until its
+queue has room; the allocate action removes the gate when the queue plugin's ``allocatable``
+passes. Between that moment and the pod's bind, nothing in Volcano holds the room the check
+saw, so another pod can take it and the ungated pod waits on a full queue (the design's race;
+Volcano has not closed it for proportion yet, issue #5271). Sluice closes it: a pod whose
+check passed holds its request in its queue — a *reservation* — until it binds, is deleted,
+or has held it longer than ``reservationTimeout`` seconds (Volcano's reservations would never
+expire; a pod that never finds a node would hold its queue forever).
+
+A queue plugin keeps one ``GateReservations`` per session: ``load`` and ``expire`` at session
+open, ``held_by_others`` and ``reserve`` in its allocatable check, ``on_change`` from its event
+handlers (an allocation holds the share instead of the reservation, never both),
+``cleanup`` as the session's cleanup-reservations function, and ``report`` at session close.
+The start times live in ``ssn.reservations``, shared with the cache so they outlive the cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from scheduler.api.helpers import has_queue_allocation_gate_annotation
+from scheduler.api.job_info import JobInfo
+from scheduler.api.resource import Resource, res_min
+from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.plugins.base import Plugin
+from scheduler.plugins.queue_tree import QueueAttr
+
+if TYPE_CHECKING:
+    from scheduler.framework.session import Session
+    from scheduler.framework.statement import Statement
+
+RESERVATION_TIMEOUT = 900.0  # seconds: Cluster Autoscaler's default max node provision time
+# The arguments of every queue plugin that keeps gate reservations.
+RESERVATION_ARGUMENTS = {"gateReservation": True, "reservationTimeout": RESERVATION_TIMEOUT}
+
+
+class GateReservations:
+    def __init__(self, plugin: Plugin, ssn: Session) -> None:
+        self.ssn = ssn
+        self.enabled = plugin.flag("gateReservation")
+        self.timeout = plugin.argument("reservationTimeout")
+        self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
+        self.placed: dict[str, TaskInfo] = {}  # reserved tasks placed in this session
+
+    # --- session open ----------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Take up the reservations of earlier cycles: a pod that passed the check, had its
+        gate removed and is still pending. Only a pass this scheduler saw counts: an opted-in
+        pod that was never gated (created while the webhook was away) must not hold its queue
+        unchecked."""
+        for job in self.ssn.jobs.values():
+            for task in job.index.get(TaskStatus.PENDING, {}).values():
+                if task.uid in self.ssn.reservations and not task.sch_gated:
+                    self.reserve(job.queue, task)
+
+    def expire(self) -> None:
+        """Forget reservations of pods that are gone, and release those held too long."""
+        ssn = self.ssn
+        live = {uid for tasks in self.reserved.values() for uid in tasks}
+        pending = {
+            t.uid for j in ssn.jobs.values() for t in j.index.get(TaskStatus.PENDING, {}).values()
+        }
+        for uid in [u for u in ssn.reservations if u not in live and u not in pending]:
+            del ssn.reservations[uid]  # bound, deleted or gone: forget it
+        for queue, tasks in self.reserved.items():
+            for task in list(tasks.values()):
+                since = ssn.reservations[task.uid]
+                if since is None or ssn.now - since < self.timeout:
+                    continue  # None: released earlier, reserve never takes it again
+                del tasks[task.uid]
+                ssn.reservations[task.uid] = None
+                self._notify_expired(queue, task, ssn.now - since)
+
+    def _notify_expired(self, queue: str, task: TaskInfo, held: float) -> None:
+        message = (
+            f"reservation of {task.resreq.describe()} in queue {queue} released after "
+            f"{_duration(held)} without a node (limit {_duration(self.timeout)})"
+        )
+        self.ssn.notices.append(f"pod {task.namespace}/{task.name}: {message}")
+        self.ssn.writer.event(task.pod, "Warning", "QueueReservationExpired", message)
+
+    # --- the allocatable check ---------------------------------------------------------------
+
+    def held_by_others(self, queue: str, task: TaskInfo) -> Resource:
+        """What the queue's reservations hold for pods other than ``task``."""
+        held = Resource()
+        for other in self.reserved.get(queue, {}).values():
+            if other.uid != task.uid:
+                held.add(other.resreq)
+        return held
+
+    def reserve_if_opted_in(self, queue: str, task: TaskInfo) -> None:
+        """The queue had room for ``task``: an opted-in pod keeps it until it binds."""
+        if has_queue_allocation_gate_annotation(task.pod):
+            self.reserve(queue, task)
+
+    def reserve(self, queue: str, task: TaskInfo) -> None:
+        if not self.enabled:
+            return
+        since = self.ssn.reservations.setdefault(task.uid, self.ssn.now)
+        if since is not None:  # an expired reservation is never taken again
+            self.reserved.setdefault(queue, {})[task.uid] = task
+
+    # --- events ----------------------------------------------------------------------------
+
+    def on_change(self, queue: str, task: TaskInfo, sign: int) -> None:
+        """A reserved task that is placed holds its share through its allocation instead;
+        undone, it holds it through its reservation again (never both, never neither)."""
+        held = self.reserved.setdefault(queue, {})
+        if sign > 0 and task.uid in held:
+            self.placed[task.uid] = held.pop(task.uid)
+        elif sign < 0 and task.uid in self.placed:
+            held[task.uid] = self.placed.pop(task.uid)
+
+    def cleanup(self, statement: Statement) -> None:
+        """Allocations about to be committed end their reservations for good."""
+        for task in statement.allocated_tasks():
+            self.placed.pop(task.uid, None)
+            for tasks in self.reserved.values():
+                tasks.pop(task.uid, None)
+
+    # --- session close ---------------------------------------------------------------------
+
+    def report(
+        self,
+        attrs: Mapping[str, QueueAttr],
+        jobs: Iterable[JobInfo],
+        inqueue_of: Callable[[JobInfo], Resource],
+    ) -> None:
+        """The report's figures per queue, each summed up the hierarchy (``attr.chain``).
+
+        inqueue is recomputed: within a cycle an admitted job's minResources and its new
+        allocations both count (as in Volcano); at the end only the unmet part does.
+        ``reserved`` sums the gate reservations left after the cycle, and ``inqueue_reserved``
+        is the part of inqueue they already hold: an admitted job whose ungated pods wait for
+        a node counts in both figures (the enqueue check reads one, the allocatable check the
+        other), and a display must not add them."""
+        for attr in attrs.values():
+            attr.inqueue, attr.reserved, attr.inqueue_reserved = Resource(), Resource(), Resource()
+        reserved_by_job: dict[str, Resource] = {}
+        for queue, tasks in self.reserved.items():
+            chain = attrs[queue].chain if queue in attrs else []
+            for task in tasks.values():
+                reserved_by_job.setdefault(task.job_id, Resource()).add(task.resreq)
+                for attr in chain:
+                    attr.reserved.add(task.resreq)
+        for job in jobs:
+            if job.queue in attrs:
+                inqueue = inqueue_of(job)
+                held = res_min(inqueue, reserved_by_job.get(job.uid, Resource()))
+                for attr in attrs[job.queue].chain:
+                    attr.inqueue.add(inqueue)
+                    attr.inqueue_reserved.add(held)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+__all__ = ["RESERVATION_ARGUMENTS", "RESERVATION_TIMEOUT", "GateReservations"]
