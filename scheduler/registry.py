@@ -16,17 +16,21 @@ from scheduler.framework.session import Session
 from scheduler.plugins.base import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.conformance import ConformancePlugin
+from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
+from scheduler.plugins.overcommit import OvercommitPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
+from scheduler.plugins.proportion import ProportionPlugin
 
 Action = Callable[[Session], None]
 
 PLUGINS: dict[str, type[Plugin]] = {
     p.name: p
     for p in (PriorityPlugin, GangPlugin, PredicatesPlugin, CapacityPlugin, NodeOrderPlugin,
-              BinpackPlugin)
+              BinpackPlugin, ProportionPlugin, DrfPlugin, ConformancePlugin, OvercommitPlugin)
 }  # fmt: skip
 
 ACTIONS: dict[str, Action] = {
