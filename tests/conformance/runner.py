@@ -30,6 +30,11 @@ Case format (every key but ``name`` optional)::
       evicted: [ns/pod]                 # exactly these evictions, as a multiset
       pipelined: {ns/podgroup: [node]}  # the job has pipelined tasks, each on one of these
       phases: {ns/podgroup: Inqueue}    # PodGroup phases after the cycle
+      queues: {q1: {deserved: {cpu: "2"}, allocated: {cpu: "1"}, share: 0.5}}
+                                        # the queue plugin's figures after the cycle
+                                        # (CycleReport.queues): each resource listed is
+                                        # compared in engine units, one the report lacks
+                                        # counting as 0; resources not listed are not checked
     skip: why Sluice does not run it    # a feature Sluice does not have (listed in the README)
     difference: the README's "Differences from Volcano" row that explains …
     sluice: {binds: …}                  # … and what Sluice decides instead (checked)
@@ -51,6 +56,8 @@ import yaml
 
 from scheduler import registry
 from scheduler.api.labels import GROUP_NAME_ANNOTATION
+from scheduler.api.quantity import parse_resource_list
+from scheduler.api.report import QueueReport
 from scheduler.cache import RecordingClusterClient, SchedulerCache
 from scheduler.config import SWITCHES, SchedulerConfig
 from scheduler.loop import run_cycle
@@ -108,6 +115,7 @@ class Outcome:
     pipelined: dict[str, list[str]]  # job -> nodes its pipelined tasks sit on
     phases: dict[str, str]
     errors: list[str] = field(default_factory=list)
+    queues: dict[str, QueueReport] = field(default_factory=dict)
 
 
 def run(case: Case) -> Outcome:
@@ -136,7 +144,8 @@ def run(case: Case) -> Outcome:
         if waiting.state.value == "pipelined":
             pipelined.setdefault(waiting.job, []).append(waiting.node)
     evicted = [c[1] for c in client.of("evict")]
-    return Outcome(client.binds(), evicted, pipelined, phases, report.errors)
+    queues = {q.name: q for q in report.queues}
+    return Outcome(client.binds(), evicted, pipelined, phases, report.errors, queues)
 
 
 def check(case: Case, outcome: Outcome) -> list[str]:
@@ -158,6 +167,28 @@ def check(case: Case, outcome: Outcome) -> list[str]:
     for job, phase in (expect.get("phases") or {}).items():
         if outcome.phases.get(job) != phase:
             problems.append(f"phase of {job}: want {phase}, got {outcome.phases.get(job)}")
+    for name, figures in (expect.get("queues") or {}).items():
+        problems += queue_problems(name, figures, outcome.queues.get(name))
+    return problems
+
+
+QUEUE_RESOURCE_FIGURES = ("deserved", "allocated")
+
+
+def queue_problems(name: str, figures: dict, got: QueueReport | None) -> list[str]:
+    if got is None:
+        return [f"queue {name}: not in the cycle report"]
+    problems = []
+    for figure in QUEUE_RESOURCE_FIGURES:
+        if figure not in figures:
+            continue
+        want = parse_resource_list(quantities(figures[figure]), obj=f"queue {name}", field=figure)
+        have = getattr(got, figure)
+        wrong = {r: (v, have.get(r, 0)) for r, v in want.items() if abs(have.get(r, 0) - v) > 1e-6}
+        if wrong:
+            problems.append(f"queue {name} {figure}: (want, got) in engine units: {wrong}")
+    if "share" in figures and abs(got.share - float(figures["share"])) > 1e-9:
+        problems.append(f"queue {name} share: want {figures['share']}, got {got.share}")
     return problems
 
 
