@@ -116,8 +116,7 @@ def waiting_pods(ssn: Session) -> list[WaitingPod]:
     """Every pod still waiting after the cycle — pending (gated or not) or pipelined — with
     the Status that keeps it waiting."""
     out = []
-    invalid = (job for job, _ in ssn.invalid_jobs.values())
-    for job in [*ssn.jobs.values(), *invalid, *ssn.skipped_jobs.values()]:
+    for job in [*ssn.jobs.values(), *ssn.skipped_jobs.values()]:
         for task in sorted(job.pending_tasks(), key=lambda t: (t.namespace, t.name)):
             why = ssn.waiting.get(task.uid) or ssn.skipped.get(job.uid) or NOT_CONSIDERED
             if task.sch_gated and task.uid not in ssn.waiting:

@@ -16,7 +16,7 @@ from scheduler.api.helpers import (
     has_queue_allocation_gate_annotation,
     scheduling_gates,
 )
-from scheduler.api.job_info import JobInfo
+from scheduler.api.job_info import PG_INQUEUE, JobInfo
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.status import Code, Status
@@ -40,8 +40,13 @@ def execute(ssn: Session) -> None:
 def _contexts(ssn: Session) -> tuple[JobsByQueue, JobsByQueue]:
     pipelined: JobsByQueue = {}
     pending: JobsByQueue = {}
+    enqueue_runs = "enqueue" in ssn.config.actions
     for job in ssn.jobs.values():
-        if job.is_pending() or not (job.count(TaskStatus.PENDING) or job.pipelined_num()):
+        if job.is_pending() and not enqueue_runs:
+            job.phase = PG_INQUEUE  # no enqueue action configured: admitted here, as Volcano
+        if not ssn.schedulable(job) or job.queue not in ssn.queues:
+            continue
+        if not (job.count(TaskStatus.PENDING) or job.pipelined_num()):
             continue
         # Volcano files every JobPipelined job here; only jobs that actually hold a pipelined
         # task have a decision to protect, so a running job's extra pods keep their turn.

@@ -14,7 +14,7 @@ from scheduler.plugins.predicates import fit_error_message, resource_reasons
 
 def execute(ssn: Session) -> None:
     for job in sorted(ssn.jobs.values(), key=ssn.job_order_key):
-        if job.is_pending():
+        if not ssn.schedulable(job):
             continue
         for task in sorted(job.pending_tasks(), key=ssn.task_order_key):
             if not task.best_effort or task.sch_gated:

@@ -1,36 +1,39 @@
-"""What preempt and reclaim share: find a node where evicting some running tasks makes room
-for a waiting task, evict just enough of them, and pipeline the task onto that node.
+"""What preempt and reclaim share: on a node, evict just enough running tasks to make room for
+a waiting task, and pipeline it there — on the first node where that works out; evictions on
+a node that does not work out are undone before the next node is tried (Volcano's
+normalPreempt and reclaimForTask, each with a statement per node merged only on success).
 
-The evicted pods release their resources over their termination grace period; until then
-the node's future idle (idle + releasing - pipelined) is what the pipelined task holds, and
-the decision persists across cycles through the cache (Volcano's pipeline cache persistence
-design).
+The evicted pods release their resources over their termination grace period; until then the
+node's future idle (idle + releasing - pipelined) is what the pipelined task holds, and the
+decision persists across cycles through the cache (Volcano's pipeline cache persistence
+design, issue #5044).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import PREEMPTABLE
 from scheduler.api.node_info import NodeInfo
-from scheduler.api.resource import Resource
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
 
 VictimFilter = Callable[[TaskInfo], bool]
 Victims = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+NodeFits = Callable[[NodeInfo], bool]  # may the task be pipelined on this node now?
 
 
 def preemptable(task: TaskInfo) -> bool:
-    """``volcano.sh/preemptable`` (annotation, then label); a pod is preemptable by default."""
+    """``volcano.sh/preemptable`` (annotation, then label); a pod is preemptable by default,
+    and an unreadable value is false, as Volcano's GetPodPreemptable."""
     meta = task.pod.get("metadata") or {}
     for source in (meta.get("annotations") or {}, meta.get("labels") or {}):
         if PREEMPTABLE in source:
-            return str(source[PREEMPTABLE]).strip().lower() in {"true", "1", "t", "yes"}
+            return str(source[PREEMPTABLE]).strip().lower() in {"true", "1", "t"}
     return True
 
 
@@ -39,74 +42,93 @@ def may_preempt(task: TaskInfo) -> bool:
     return (task.pod.get("spec") or {}).get("preemptionPolicy") != "Never"
 
 
-def candidates_on(node: NodeInfo, keep: VictimFilter) -> list[TaskInfo]:
-    return [
-        t
-        for t in node.tasks.values()
-        if t.status == TaskStatus.RUNNING and not t.resreq.is_empty() and preemptable(t) and keep(t)
-    ]
-
-
-def evict_for(
-    ssn: Session, stmt: Statement, task: TaskInfo, keep: VictimFilter, victims_of: Victims,
-    why: str, *, queue_has_room: bool,
-) -> bool:  # fmt: skip
-    """Make room for ``task`` on the first suitable node and pipeline it there.
-
-    A node whose future idle already holds the task needs no victim and is taken first —
-    when the task's queue has room for it (``queue_has_room``); evicting from the same queue
-    is what makes room in a full one.
-    Otherwise nodes are tried best score first (name breaks ties). On a node, the plugins choose the
-    victims among the running tasks ``keep`` allows; if even all of them would not free
-    enough, the node is skipped. Victims go lowest priority, newest first, until the task
-    fits the node's future idle. Returns True when the task was pipelined.
-    """
-    matrix = ssn.matrix
-    vec = matrix.vector(task.fit_req)
-    mask = ssn.predicate_mask(task)
-    room = mask & matrix.fits(vec, future=True)
-    if queue_has_room and room.any():
-        # Room is promised there already (an earlier victim of this action is releasing it,
-        # or a gang-mate left space): no eviction needed.
-        stmt.pipeline(task, ssn.node_list[int(room.argmax())])
-        return True
-    scores = ssn.node_scores(task, vec) if ssn.node_score_fns else np.zeros(len(ssn.node_list))
-    order = sorted((i for i in range(len(ssn.node_list)) if mask[i]), key=lambda i: -scores[i])
-    for i in order:
-        node = ssn.node_list[i]
-        victims = victims_of(task, candidates_on(node, keep))
-        if not victims:
+def evict_on_nodes(
+    ssn: Session,
+    stmt: Statement,
+    task: TaskInfo,
+    nodes: Iterable[NodeInfo],
+    candidates_of: Callable[[NodeInfo], list[TaskInfo]],
+    victims_of: Victims,
+    fits: NodeFits,
+    why: str,
+) -> bool:
+    """Try ``nodes`` in order: the plugins pick the victims among the node's candidates; if
+    even all of them would not free enough, the node is skipped; otherwise victims go in
+    Volcano's victim order until the task ``fits``, and it is pipelined there. True when it
+    was. A node that does not work out keeps nothing of what was tried on it."""
+    for node in nodes:
+        victims = victims_of(task, candidates_of(node))
+        if not _enough(task, node, victims):
             continue
-        freed = Resource()
-        for victim in victims:
-            freed.add(victim.node_req)
-        if not task.fit_req.less_equal(node.future_idle.add(freed)):
-            continue  # even every allowed victim would not make room here
-        victims.sort(key=ssn.task_order_key, reverse=True)
-        for victim in victims:
-            if task.fit_req.less_equal(node.future_idle):
+        node_stmt = Statement(ssn)
+        ok = fits(node)
+        for victim in sorted(victims, key=lambda v: victim_order_key(ssn, v), reverse=True):
+            if ok:
                 break
-            stmt.evict(victim, f"{why} {task.namespace}/{task.name}")
-        if task.fit_req.less_equal(node.future_idle):
-            stmt.pipeline(task, node)
+            node_stmt.evict(victim, f"{why} {task.namespace}/{task.name}")
+            ok = fits(node)
+        if ok:
+            node_stmt.pipeline(task, node)
+            stmt.merge(node_stmt)
             return True
+        node_stmt.discard()
     return False
 
 
+def _enough(task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
+    """Volcano's ValidateVictims: the node's future idle plus every victim holds the task."""
+    freed = node.future_idle
+    for victim in victims:
+        freed.add(victim.node_req)  # its request and its pod slot
+    return task.fit_req.less_equal(freed)
+
+
+def victim_order_key(ssn: Session, task: TaskInfo) -> tuple:
+    """Volcano's BuildVictimsPriorityQueue, as a key sorted in reverse: tasks of the queue
+    last in queue order go first, then of the job last in job order, then the task last in
+    task order (the lowest priority, the newest)."""
+    job = ssn.jobs.get(task.job_id)
+    queue = ssn.queues.get(job.queue) if job is not None else None
+    return (
+        ssn.queue_order_key(queue) if queue is not None else (),
+        ssn.job_order_key(job) if job is not None else (),
+        ssn.task_order_key(task),
+    )
+
+
+def nodes_by_score(ssn: Session, task: TaskInfo) -> list[NodeInfo]:
+    """The nodes that pass the task's predicates, best score first, name breaking ties."""
+    mask = ssn.predicate_mask(task)
+    vec = ssn.matrix.vector(task.fit_req)
+    scores = ssn.node_scores(task, vec) if ssn.node_score_fns else np.zeros(len(ssn.node_list))
+    order = sorted(np.flatnonzero(mask), key=lambda i: -scores[i])
+    return [ssn.node_list[i] for i in order]
+
+
+def fits_now(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """The task fits the node's future idle and passes its predicates there."""
+    return bool(task.fit_req.less_equal(node.future_idle) and ssn.predicate_mask(task)[node.index])
+
+
 def starving_jobs_by_queue(ssn: Session) -> dict[str, list[JobInfo]]:
-    """Admitted jobs that still need resources, with their pending tasks, by queue."""
+    """Admitted jobs that still need resources (the plugins' job_starving), by queue."""
     out: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
-        if job.is_pending() or not ssn.job_starving(job):
+        if not ssn.schedulable(job) or job.queue not in ssn.queues or not ssn.job_starving(job):
             continue
-        if any(_may_take_room(t) for t in job.pending_tasks()):
-            out.setdefault(job.queue, []).append(job)
+        out.setdefault(job.queue, []).append(job)
     return out
 
 
 def pending_tasks(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-    """The job's pending tasks that may evict for room (ungated, not best-effort), in order."""
-    return sorted(filter(_may_take_room, job.pending_tasks()), key=ssn.task_order_key)
+    """The job's pending tasks that may evict for room (not gated), in task order."""
+    return sorted((t for t in job.pending_tasks() if not t.sch_gated), key=ssn.task_order_key)
+
+
+def running_candidates(
+    node: NodeInfo, keep: VictimFilter, statuses: frozenset[TaskStatus]
+) -> list[TaskInfo]:
+    return [t for t in node.tasks.values() if t.status in statuses and preemptable(t) and keep(t)]
 
 
 def commit_if_pipelined(ssn: Session, stmt: Statement, job: JobInfo) -> None:
@@ -118,5 +140,5 @@ def commit_if_pipelined(ssn: Session, stmt: Statement, job: JobInfo) -> None:
         stmt.discard()
 
 
-def _may_take_room(task: TaskInfo) -> bool:
-    return not task.sch_gated and not task.best_effort
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})  # Volcano's
+RECLAIMABLE_STATUSES = frozenset({TaskStatus.RUNNING})  # reclaim takes Running tasks only

@@ -1,20 +1,34 @@
-"""preempt: within a queue, a starving job's tasks evict lower-priority running tasks of other
-jobs in the same queue, and are pipelined onto the node they free (Volcano's preempt, phase 1).
+"""preempt: Volcano's preempt action, in its two phases.
 
-A job's evictions are committed only if the job ends up pipelined (gang: ready + pipelined
-reach minAvailable); otherwise nothing is evicted for it.
+Queue by queue (queue order), each starving job (job order) tries its pending tasks (task
+order): on the first node where evicting lower-priority tasks of *other* jobs of the same
+queue makes room, the task is pipelined. After every eviction the task must fit the node
+*and its queue* again (``ssn.allocatable``: capability, gate reservations), as Volcano's
+preemptorFitsOnNode; a node where that never happens is abandoned and its evictions undone.
+The job's evictions stand only if the job ends up pipelined. Then, within each starving job,
+a pending task may evict lower-priority tasks of its own job.
+
+A pod with ``preemptionPolicy: Never`` never evicts others; a best-effort pod only evicts
+best-effort pods (which Volcano lets it do for the pod slot, issue #3335); pods annotated or
+labelled ``volcano.sh/preemptable: "false"`` are never victims.
 """
 
 from __future__ import annotations
 
 from scheduler.actions.eviction import (
+    PREEMPTABLE_STATUSES,
+    VictimFilter,
     commit_if_pipelined,
-    evict_for,
+    evict_on_nodes,
+    fits_now,
     may_preempt,
+    nodes_by_score,
     pending_tasks,
+    running_candidates,
     starving_jobs_by_queue,
 )
 from scheduler.api.job_info import JobInfo
+from scheduler.api.node_info import NodeInfo
 from scheduler.api.task_info import TaskInfo
 from scheduler.framework.session import Session
 from scheduler.framework.statement import Statement
@@ -23,22 +37,76 @@ from scheduler.framework.statement import Statement
 def execute(ssn: Session) -> None:
     by_queue = starving_jobs_by_queue(ssn)
     for name in sorted(by_queue, key=lambda q: ssn.queue_order_key(ssn.queues[q])):
-        for job in sorted(by_queue[name], key=ssn.job_order_key):
-            _preempt_for(ssn, job)
+        jobs = sorted(by_queue[name], key=ssn.job_order_key)
+        for job in jobs:
+            _between_jobs(ssn, job)
+        for job in jobs:
+            _within_job(ssn, job)
 
 
-def _preempt_for(ssn: Session, job: JobInfo) -> None:
+def _between_jobs(ssn: Session, job: JobInfo) -> None:
     stmt = Statement(ssn)
-
-    def same_queue_other_job(task: TaskInfo) -> bool:
-        other = ssn.jobs.get(task.job_id)
-        return other is not None and other.queue == job.queue and other.uid != job.uid
-
     for task in pending_tasks(ssn, job):
         if not ssn.job_starving(job):
             break
-        if may_preempt(task):
-            room = ssn.allocatable(ssn.queues[job.queue], task).ok
-            evict_for(ssn, stmt, task, same_queue_other_job, ssn.preemptable, "preempted for",
-                      queue_has_room=room)  # fmt: skip
+
+        def other_job_of_queue(victim: TaskInfo, task: TaskInfo = task) -> bool:
+            other = ssn.jobs.get(victim.job_id)
+            return (
+                other is not None and other.queue == job.queue and other.uid != job.uid
+                and _best_effort_rule(task, victim)
+            )  # fmt: skip
+
+        _preempt(ssn, stmt, job, task, other_job_of_queue)
     commit_if_pipelined(ssn, stmt, job)
+
+
+def _within_job(ssn: Session, job: JobInfo) -> None:
+    """Volcano's second phase: a task evicts lower-priority tasks of its own job.
+
+    Volcano commits each task's statement on its own as soon as that task is pipelined, so a
+    gang that cannot all fit keeps some members pipelined (holding node room for nothing).
+    Here the phase's decisions stand only if the job is then pipelined, as in the first
+    phase: gangs stay all-or-nothing (README, "Differences from Volcano")."""
+    stmt = Statement(ssn)
+    for task in pending_tasks(ssn, job):
+
+        def same_job(victim: TaskInfo, task: TaskInfo = task) -> bool:
+            return victim.job_id == task.job_id and _best_effort_rule(task, victim)
+
+        if not _preempt(ssn, stmt, job, task, same_job):
+            break
+    commit_if_pipelined(ssn, stmt, job)
+
+
+def _preempt(
+    ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo, keep: VictimFilter
+) -> bool:
+    if not may_preempt(task):
+        return False
+    if task.best_effort and _room_now(ssn, task):
+        # Backfill places it this cycle on the free slot; Volcano would pipeline it there
+        # first and bind it a cycle later.
+        return False
+    queue = ssn.queues[job.queue]
+
+    def fits(node: NodeInfo) -> bool:
+        return ssn.allocatable(queue, task).ok and fits_now(ssn, task, node)
+
+    def candidates(node: NodeInfo) -> list[TaskInfo]:
+        return running_candidates(node, keep, PREEMPTABLE_STATUSES)
+
+    return evict_on_nodes(
+        ssn, stmt, task, nodes_by_score(ssn, task), candidates, ssn.preemptable, fits,
+        "preempted for",
+    )  # fmt: skip
+
+
+def _room_now(ssn: Session, task: TaskInfo) -> bool:
+    vec = ssn.matrix.vector(task.fit_req)
+    return bool((ssn.predicate_mask(task) & ssn.matrix.fits(vec, future=False)).any())
+
+
+def _best_effort_rule(preemptor: TaskInfo, victim: TaskInfo) -> bool:
+    """A best-effort pod may only take another best-effort pod's place."""
+    return not preemptor.best_effort or victim.best_effort

@@ -1,22 +1,26 @@
-"""reclaim: a queue below its deserved share takes resources back from reclaimable queues
-above theirs: running tasks of those queues are evicted and the waiting task is pipelined
-onto the node they free (Volcano's reclaim).
+"""reclaim: Volcano's reclaim action — a queue takes resources back from other queues.
 
-Only queues with ``spec.reclaimable`` (the default) give up tasks; the reclaiming queue must
-stay within its deserved share (the capacity plugin's ``preemptive``) and its capability. A
-job's evictions are committed only if the job ends up pipelined.
+Queue by queue (queue order, skipping overused queues), each starving job's pending tasks
+(task order) that the plugins' ``preemptive`` allows (the queue may still grow: the capacity
+and proportion plugins' deserved-share rules) look at the nodes in turn: the Running,
+preemptable tasks there of other, reclaimable queues are the candidates; the plugins'
+``reclaimable`` picks the victims; they are evicted in victim order until the task fits, and
+the task is pipelined on that node. A job's evictions stand only if the job ends up pipelined.
 """
 
 from __future__ import annotations
 
 from scheduler.actions.eviction import (
+    RECLAIMABLE_STATUSES,
     commit_if_pipelined,
-    evict_for,
+    evict_on_nodes,
     may_preempt,
     pending_tasks,
+    running_candidates,
     starving_jobs_by_queue,
 )
 from scheduler.api.job_info import JobInfo
+from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.status import Status
 from scheduler.api.task_info import TaskInfo
@@ -44,16 +48,29 @@ def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         owner = ssn.queues.get(other.queue)
         return owner is not None and owner.reclaimable
 
+    def candidates(node: NodeInfo) -> list[TaskInfo]:
+        return running_candidates(node, other_reclaimable_queue, RECLAIMABLE_STATUSES)
+
     for task in pending_tasks(ssn, job):
         if not ssn.job_starving(job):
             break
+        if not may_preempt(task):
+            continue
         refusal = ssn.preemptive(queue, task)
-        if refusal.ok:
-            refusal = ssn.allocatable(queue, task)
         if not refusal.ok:
             ssn.wait(task, Status(refusal.code, refusal.plugin, f"cannot reclaim: {refusal}"))
             continue
-        if may_preempt(task):
-            evict_for(ssn, stmt, task, other_reclaimable_queue, ssn.reclaimable, "reclaimed for",
-                      queue_has_room=True)  # fmt: skip
+        nodes = [n for n in _predicate_nodes(ssn, task) if candidates(n)]
+
+        def fits(node: NodeInfo, task: TaskInfo = task) -> bool:
+            return task.fit_req.less_equal(node.future_idle)
+
+        evict_on_nodes(ssn, stmt, task, nodes, candidates, ssn.reclaimable, fits, "reclaimed for")
     commit_if_pipelined(ssn, stmt, job)
+
+
+def _predicate_nodes(ssn: Session, task: TaskInfo) -> list[NodeInfo]:
+    """The nodes that pass the task's predicates, in the session's (name) order, as
+    Volcano's reclaim walks them."""
+    mask = ssn.predicate_mask(task)
+    return [node for node in ssn.node_list if mask[node.index]]

@@ -40,12 +40,11 @@ class NodeCapacityPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         if self.context.enabled:
-            ssn.add_job_enqueueable_fn(self, self.job_enqueueable)
+            ssn.add_admission_check_fn(self, self.job_enqueueable)
 
     def on_session_close(self, ssn: Session) -> None:
         """Forget PodGroups that no longer exist; the risks of those still waiting."""
-        invalid = (job for job, _ in ssn.invalid_jobs.values())
-        jobs = [*ssn.jobs.values(), *invalid, *ssn.skipped_jobs.values()]
+        jobs = [*ssn.jobs.values(), *ssn.skipped_jobs.values()]
         self.context.checker.retain({workload_uid(j) for j in jobs})
         self.risks = workload_risks(ssn.jobs.values(), self.context)
 

@@ -64,7 +64,13 @@ class JobInfo:
         self.min_available = as_int(spec.get("minMember"), obj=obj, field="spec.minMember")
         min_res = spec.get("minResources")
         field = "spec.minResources"
-        self.min_resources = Resource(parse_resource_list(min_res, obj=obj, field=field))
+        # Unset is not empty: Volcano's enqueue admits a PodGroup without minResources at
+        # once, without asking the queue plugins.
+        self.min_resources = (
+            None
+            if min_res is None
+            else Resource(parse_resource_list(min_res, obj=obj, field=field))
+        )
         self.phase = (pg.get("status") or {}).get("phase") or PG_PENDING
         # Without a priorityClassName the gang takes its pods' highest priority, as the
         # PodGroup Volcano's controller writes for them would carry their class.

@@ -53,6 +53,8 @@ class ExtensionPoints:
         self.job_valid_fns: list[JobCheck] = []
         self.job_enqueueable_fns: Tiered = []  # (tier, fn(job) -> Status; ABSTAIN abstains)
         self.job_enqueued_fns: list[Callable[[JobInfo], None]] = []
+        # Kueue-style admission checks: asked after the queue admitted a job (not Volcano's).
+        self.admission_check_fns: list[JobCheck] = []
         self.job_starving_fns: Tiered = []  # (tier, fn(job) -> bool)
         self.allocatable_fns: list[TaskCheck] = []
         self.overused_fns: list[Callable[[QueueInfo], bool]] = []
@@ -99,6 +101,9 @@ class ExtensionPoints:
     def add_job_enqueued_fn(self, plugin: Plugin, fn: Callable[[JobInfo], None]) -> None:
         if plugin.enabled("enableJobEnqueued"):
             self.job_enqueued_fns.append(fn)
+
+    def add_admission_check_fn(self, plugin: Plugin, fn: JobCheck) -> None:
+        self.admission_check_fns.append(fn)
 
     def add_job_starving_fn(self, plugin: Plugin, fn: Callable[[JobInfo], bool]) -> None:
         if plugin.enabled("enableJobStarving"):
@@ -176,6 +181,9 @@ class ExtensionPoints:
                 return status
             permitted_in = tier
         return SUCCESS
+
+    def admission_check(self, job: JobInfo) -> Status:
+        return _first_refusal(fn(job) for fn in self.admission_check_fns)
 
     def job_enqueued(self, job: JobInfo) -> None:
         for fn in self.job_enqueued_fns:

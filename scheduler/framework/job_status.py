@@ -22,16 +22,16 @@ _WAITING = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 def record_job_status(ssn: Session) -> None:
     stamp = datetime.fromtimestamp(ssn.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for job in ssn.jobs.values():
-        condition = _gang_condition(ssn, job, stamp)
+        verdict = ssn.invalid.get(job.uid)
+        if verdict is None:
+            condition = _gang_condition(ssn, job, stamp)
+        else:
+            reason = NOT_ENOUGH_TASKS if verdict.code is Code.GANG else verdict.code.value
+            condition = _condition(UNSCHEDULABLE, reason, verdict.message, stamp)
+            for task in job.pending_tasks():
+                ssn.wait(task, verdict)
         _update_podgroup(ssn, job, condition)
         _record_tasks(ssn, job, condition["message"])
-    for job, verdict in ssn.invalid_jobs.values():
-        reason = NOT_ENOUGH_TASKS if verdict.code is Code.GANG else verdict.code.value
-        condition = _condition(UNSCHEDULABLE, reason, verdict.message, stamp)
-        _update_podgroup(ssn, job, condition)
-        for task in job.pending_tasks():
-            ssn.wait(task, verdict)
-        _record_tasks(ssn, job, verdict.message)
 
 
 def _condition(kind: str, reason: str, message: str, stamp: str) -> dict:

@@ -41,7 +41,11 @@ class Session(ExtensionPoints):
         self.queues: dict[str, QueueInfo] = snapshot.queues
         self.skipped: dict[str, Status] = dict(snapshot.skipped)  # job uid -> why not scheduled
         self.skipped_jobs: dict[str, JobInfo] = snapshot.skipped_jobs
-        self.invalid_jobs: dict[str, tuple[JobInfo, Status]] = {}  # failed a job_valid check
+        # Jobs that failed a job_valid check (gang: too few pods), with why. They stay in
+        # ``jobs``: enqueue may still admit them (a PodGroup created before its pods, as
+        # Volcano's job controller and the Spark and Kubeflow operators do); the other
+        # actions skip them.
+        self.invalid: dict[str, Status] = {}
         self.config, self.writer, self.now = config, writer, now
         writer.persist_pipelines = config.pipeline_persistence
         writer.jobs = self.jobs
@@ -74,10 +78,14 @@ class Session(ExtensionPoints):
     def open(self) -> None:
         for plugin in self.plugins:
             plugin.on_session_open(self)
-        for uid in list(self.jobs):
-            verdict = self.job_valid(self.jobs[uid])
+        for uid, job in self.jobs.items():
+            verdict = self.job_valid(job)
             if not verdict.ok:
-                self.invalid_jobs[uid] = (self.jobs.pop(uid), verdict)
+                self.invalid[uid] = verdict
+
+    def schedulable(self, job: JobInfo) -> bool:
+        """Admitted (not Pending) and valid: what allocate, backfill, preempt and reclaim take."""
+        return not job.is_pending() and job.uid not in self.invalid
 
     def close(self) -> None:
         self._release_stale_pipelines()

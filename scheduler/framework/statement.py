@@ -68,6 +68,12 @@ class Statement:
             return PodState.PIPELINED
         return state
 
+    def merge(self, other: Statement) -> None:
+        """Take over ``other``'s operations (already applied to the session), so they are
+        committed or discarded with this statement's (Volcano's Statement.Merge)."""
+        self.operations.extend(other.operations)
+        other.operations = []
+
     def allocated_tasks(self) -> list[TaskInfo]:
         """The tasks this statement allocates (what commit will bind)."""
         return [op.task for op in self.operations if op.name is Op.ALLOCATE]

@@ -18,6 +18,11 @@ class PriorityPlugin(Plugin):
         ssn.add_job_order_fn(self, lambda job: -job.priority)
         ssn.add_task_order_fn(self, lambda task: -task.priority)
         ssn.add_preemptable_fn(self, lambda task, cands: _lower_priority(ssn, task, cands))
+        # Volcano's priority jobStarvingFn: a job wants more while some task is neither
+        # placed nor pipelined (gang, in the same tier, adds "below minAvailable").
+        ssn.add_job_starving_fn(
+            self, lambda job: job.ready_task_num() + job.pipelined_num() < len(job.tasks)
+        )
 
 
 def _lower_priority(
