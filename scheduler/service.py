@@ -25,8 +25,8 @@ from scheduler.loop import run_cycle
 
 log = logging.getLogger(__name__)
 
-# Nodes, queues and podgroups first, so pods find what they refer to on the first sync.
-WATCHED_KINDS = ["nodes", "queues", "podgroups", "pods"]
+# Classes, nodes, queues and podgroups first, so pods find what they refer to on the first sync.
+WATCHED_KINDS = ["priorityclasses", "nodes", "queues", "podgroups", "pods"]
 
 
 class CacheFeeder:
@@ -54,7 +54,8 @@ class CacheFeeder:
             self.version = max(self.version, int(version))
 
     def _handler(self, verb: str, kind: str) -> Callable[[dict], None]:
-        singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup"}
+        singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup",
+                    "priorityclasses": "priority_class"}  # fmt: skip
         handler = getattr(self.cache, f"{verb}_{singular[kind]}")
 
         def guarded(obj: dict) -> None:

@@ -8,6 +8,11 @@ delete time + grace, as kube-apiserver does; both agree to within one round), an
 ``deletionGracePeriodSeconds`` every round, so a later, shorter delete takes effect.
 Binding and scheduling events are the scheduler's job; the kubelet emits ``Started`` and
 ``Killing``.
+
+Like the kubelet's admission (its predicate admit handler), a pod bound to a node whose
+allocatable cannot hold it beside the pods already admitted there is rejected: phase Failed,
+reason ``OutOf<resource>`` (``OutOfcpu``, ``OutOfmemory``, ``OutOfpods``), sized by Kubernetes'
+effective request (``scheduler.api.requests``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,17 @@ import contextlib
 import logging
 
 from scheduler.api.labels import DURATION_ANNOTATION
-from simcluster.podutil import emit_event, meta, parse_time, pod_ref
+from simcluster.podutil import (
+    Resources,
+    add,
+    emit_event,
+    is_finished,
+    meta,
+    node_allocatable,
+    parse_time,
+    pod_ref,
+    pod_requests,
+)
 from simcluster.store import NotFound, Store, utc_timestamp
 
 log = logging.getLogger(__name__)
@@ -39,14 +54,18 @@ class Kubelet:
         self._bound_seen: dict[str, float] = {}  # uid -> when we first saw it bound
         self._started: dict[str, float] = {}  # uid -> simulated start time
         self._deleting_seen: dict[str, float] = {}  # uid -> when we first saw deletionTimestamp
+        self._allocatable: dict[str, Resources] = {}  # node -> allocatable, this round
+        self._free: dict[str, Resources] = {}  # node -> what admitted pods leave, this round
 
     def tick(self, now: float) -> None:
         self._mark_nodes_ready(now)
-        nodes = {meta(n)["name"] for n in self.store.list("nodes")[0]}
+        nodes = {meta(n)["name"]: n for n in self.store.list("nodes")[0]}
         pods = self.store.list("pods")[0]
+        self._allocatable = {name: node_allocatable(node) for name, node in nodes.items()}
+        self._free = self._free_on(pods)
         for pod in pods:
             try:
-                self._advance(pod, nodes, now)
+                self._advance(pod, set(nodes), now)
             except NotFound:
                 continue  # Deleted between our list and our write: nothing left to do.
         live = {meta(p).get("uid") for p in pods}
@@ -63,6 +82,8 @@ class Kubelet:
         elif not node or node not in nodes:
             return
         elif phase == "Pending":
+            if uid not in self._bound_seen and not self._admit(pod, node, now):
+                return
             seen = self._bound_seen.setdefault(uid, now)
             if now >= seen + self.startup_delay:
                 self._start(pod, uid, now)
@@ -70,6 +91,38 @@ class Kubelet:
             self._maybe_finish(pod, uid, now)
         elif phase == "Succeeded" and self.delete_completed:
             self._remove(pod)
+
+    def _free_on(self, pods: list[dict]) -> dict[str, Resources]:
+        """Each node's allocatable minus what its admitted pods request."""
+        free = {name: dict(alloc) for name, alloc in self._allocatable.items()}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            admitted = meta(pod).get("uid") in self._bound_seen or (
+                (pod.get("status") or {}).get("phase") == "Running"
+            )
+            if node in free and admitted and not is_finished(pod):
+                add(free[node], pod_requests(pod), -1)
+        return free
+
+    def _admit(self, pod: dict, node: str, now: float) -> bool:
+        """The kubelet's admission: False (and the pod Failed) when the node cannot hold it."""
+        request, free = pod_requests(pod), self._free.get(node, {})
+        short = sorted(name for name, value in request.items() if value > free.get(name, 0))
+        if not short:
+            add(free, request, -1)
+            return True
+        name, capacity = short[0], self._allocatable.get(node, {})
+        message = (
+            f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
+            f"{request[name]}, used: {capacity.get(name, 0) - free.get(name, 0)}, "
+            f"capacity: {capacity.get(name, 0)}"
+        )
+        self.store.mutate(
+            "pods", meta(pod)["namespace"], meta(pod)["name"], _reject(f"OutOf{name}", message)
+        )
+        emit_event(self.store, now, pod, kind="Pod", reason=f"OutOf{name}", message=message,
+                   component=COMPONENT, event_type="Warning")  # fmt: skip
+        return False
 
     def _start(self, pod: dict, uid: str, now: float) -> None:
         stamp = utc_timestamp(now)
@@ -163,6 +216,14 @@ def _ready_conditions(conditions: list[dict], stamp: str) -> list[dict]:
         {"type": kind, "status": "True", "lastTransitionTime": stamp, "lastProbeTime": None}
         for kind in kinds
     ]
+
+
+def _reject(reason: str, message: str):  # noqa: ANN202 - a store mutation
+    def change(obj: dict) -> None:
+        status = obj.setdefault("status", {})
+        status.update(phase="Failed", reason=reason, message=message)
+
+    return change
 
 
 def _succeed(now: float):

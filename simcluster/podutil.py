@@ -12,6 +12,7 @@ from scheduler.api.labels import (
     QUEUE_NAME_ANNOTATION,
 )
 from scheduler.api.quantity import parse_resource_list
+from scheduler.api.requests import pod_requests as effective_requests
 from simcluster.store import Store, utc_timestamp
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -59,21 +60,9 @@ def is_finished(pod: dict) -> bool:
 
 
 def pod_requests(pod: dict) -> Resources:
-    """Effective request as kube-scheduler computes it: max(sum of containers, any init
-    container), plus one ``pods`` slot."""
-    spec = pod.get("spec") or {}
-    total: Resources = {}
-    where = f"pod {pod_ref(pod)}"
-    for i, container in enumerate(spec.get("containers") or []):
-        field = f"spec.containers[{i}].resources.requests"
-        requests = (container.get("resources") or {}).get("requests")
-        for name, value in parse_resource_list(requests, obj=where, field=field).items():
-            total[name] = total.get(name, 0) + value
-    for i, container in enumerate(spec.get("initContainers") or []):
-        field = f"spec.initContainers[{i}].resources.requests"
-        requests = (container.get("resources") or {}).get("requests")
-        for name, value in parse_resource_list(requests, obj=where, field=field).items():
-            total[name] = max(total.get(name, 0), value)
+    """Kubernetes' effective request (``scheduler.api.requests``, the one the scheduler and
+    the admission check use too) plus one ``pods`` slot."""
+    total = effective_requests(pod, f"pod {pod_ref(pod)}")
     total["pods"] = total.get("pods", 0) + 1
     return total
 

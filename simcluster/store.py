@@ -27,6 +27,7 @@ KINDS: dict[str, bool] = {
     "events": True,
     "queues": False,
     "podgroups": True,
+    "priorityclasses": False,
 }
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from scheduler.api.quantity import CPU, MEMORY, PODS, parse_resource_list
+from scheduler.api.requests import Basis, pod_requests
 
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 QOS_RESOURCES = (CPU, MEMORY)  # Kubernetes decides QoS on cpu and memory only.
-Basis = Literal["limits", "limits_or_requests"]
 
 
 def _where(pod: Mapping[str, Any]) -> str:
@@ -82,35 +82,13 @@ def _max_into(total: dict[str, int], other: Mapping[str, int]) -> None:
 
 
 def pod_demand(pod: Mapping[str, Any], basis: Basis = "limits") -> dict[str, int]:
-    """What the pod occupies on a node, the way kube-scheduler sums a pod's requests.
-
-    App containers and sidecars (restartable init containers) add up; a regular init container
-    runs alone beside the sidecars started before it, so the pod needs the larger of the two;
-    ``spec.overhead`` is added. ``basis="limits"`` uses limits (the KEP's rule for Guaranteed
-    pods); ``"limits_or_requests"`` uses a resource's limit and, where absent, its request.
-    """
-    spec = pod.get("spec") or {}
-    obj = _where(pod)
-    total: dict[str, int] = {}
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for path, container in _all_containers(pod):
-        req, lim = _container_lists(pod, path, container)
-        units = lim if basis == "limits" else {**req, **lim}
-        if path.startswith("spec.containers"):
-            _add(total, units)
-        elif container.get("restartPolicy") == "Always":
-            _add(total, units)
-            _add(sidecars, units)
-            _max_into(init_peak, sidecars)
-        else:
-            running = dict(sidecars)
-            _add(running, units)
-            _max_into(init_peak, running)
-    _max_into(total, init_peak)
-    _add(total, parse_resource_list(spec.get("overhead"), obj=obj, field="spec.overhead"))
+    """What the pod occupies on a node (Kubernetes' effective request, sidecars and init
+    containers and overhead included) plus its pod slot. ``basis="limits"`` uses limits (the
+    KEP's rule for Guaranteed pods); ``"limits_or_requests"`` a resource's limit and, where
+    absent, its request."""
+    total = pod_requests(pod, _where(pod), basis)
     total[PODS] = 1
-    return {name: units for name, units in total.items() if units}
+    return total
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class JobInfo:
         self.nodes_fit_errors: dict[str, Status] = {}  # task uid -> why it was not placed
         self.job_fit_error: Status | None = None  # why the job was not admitted
         self.is_synthetic = False
-        self.priority_from_tasks = False
+        self.priority_class_name = ""  # the PodGroup's spec.priorityClassName
 
     @classmethod
     def from_podgroup(cls, pg: Mapping[str, Any], priority_classes: Mapping[str, int]) -> JobInfo:
@@ -72,12 +72,10 @@ class JobInfo:
             else Resource(parse_resource_list(min_res, obj=obj, field=field))
         )
         self.phase = (pg.get("status") or {}).get("phase") or PG_PENDING
-        # Without a priorityClassName the gang takes its pods' highest priority, as the
-        # PodGroup Volcano's controller writes for them would carry their class.
-        self.priority_from_tasks = not spec.get("priorityClassName")
-        self.priority = classes.get(spec.get("priorityClassName") or "", 0)
-        if self.priority_from_tasks and self.tasks:
-            self.priority = max(t.priority for t in self.tasks.values())
+        # As Volcano's cache: the value of the PodGroup's PriorityClass, else the default
+        # priority (the global default class, or 0) — never its pods' priorities.
+        self.priority_class_name = str(spec.get("priorityClassName") or "")
+        self.priority = classes.get(self.priority_class_name, 0)
         self.creation = meta(pg).get("creationTimestamp") or ""
 
     @classmethod
@@ -108,8 +106,6 @@ class JobInfo:
         return job
 
     def add_task(self, task: TaskInfo) -> None:
-        if self.priority_from_tasks and task.priority > self.priority:
-            self.priority = task.priority
         self.tasks[task.uid] = task
         self.index.setdefault(task.status, {})[task.uid] = task
         self._tally(task, 1)

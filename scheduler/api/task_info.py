@@ -18,9 +18,10 @@ from scheduler.api.helpers import (
 )
 from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from scheduler.api.node_matching import pod_constraints
-from scheduler.api.quantity import PODS, parse_resource_list
+from scheduler.api.quantity import PODS
 from scheduler.api.report import PodState
-from scheduler.api.resource import Resource, res_max
+from scheduler.api.requests import pod_requests as effective_requests
+from scheduler.api.resource import Resource
 
 
 class TaskStatus(enum.Enum):
@@ -101,20 +102,10 @@ def nominated_node(pod: Mapping[str, Any]) -> str:
 
 
 def pod_requests(pod: Mapping[str, Any], obj: str) -> tuple[Resource, Resource]:
-    """(Resreq, InitResreq): containers' sum, and that sum maxed with each init container."""
-    spec = pod.get("spec") or {}
-    total = Resource()
-    for i, c in enumerate(spec.get("containers") or []):
-        req = (c.get("resources") or {}).get("requests")
-        field = f"spec.containers[{i}].resources.requests"
-        total.add(Resource(parse_resource_list(req, obj=obj, field=field)))
-    init = total.clone()
-    for i, c in enumerate(spec.get("initContainers") or []):
-        req = (c.get("resources") or {}).get("requests")
-        field = f"spec.initContainers[{i}].resources.requests"
-        init = res_max(init, Resource(parse_resource_list(req, obj=obj, field=field)))
-    overhead = Resource(parse_resource_list(spec.get("overhead"), obj=obj, field="spec.overhead"))
-    return total.add(overhead), init.add(overhead)
+    """(Resreq, InitResreq), both the pod's effective request (``scheduler.api.requests``),
+    as in Volcano's NewTaskInfo: what it takes from its node and from its queue."""
+    effective = Resource(effective_requests(pod, obj))
+    return effective, effective.clone()
 
 
 class TaskInfo:
@@ -175,6 +166,8 @@ class TaskInfo:
 
 
 def _pod_priority(spec: Mapping[str, Any], classes: Mapping[str, int], obj: str) -> int:
+    """``spec.priority`` (the API server's Priority admission sets it from the class); a pod
+    created without that admission falls back to its class's value."""
     if spec.get("priority") is not None:
         return as_int(spec["priority"], obj=obj, field="spec.priority")
     # An unknown class would have been rejected at admission; treat it as the default.

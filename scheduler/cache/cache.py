@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.api.helpers import (
     annotations_of,
+    as_int,
     describe,
     has_only_volcano_scheduling_gate,
     has_queue_allocation_gate_annotation,
@@ -51,7 +52,8 @@ class SchedulerCache:
         self, scheduler_name: str = "volcano", priority_classes: Mapping[str, int] | None = None
     ):
         self.scheduler_name = scheduler_name
-        self.priority_classes = dict(priority_classes or {})
+        self.priority_classes = dict(priority_classes or {})  # name -> value
+        self.default_priority = 0  # the globalDefault PriorityClass's value
         self._lock = threading.RLock()
         self._tasks: dict[str, TaskInfo] = {}
         self._jobs: dict[str, JobInfo] = {}
@@ -194,6 +196,24 @@ class SchedulerCache:
                 if not job.tasks:
                     del self._jobs[job.uid]
 
+    # --- priority classes -----------------------------------------------------------------
+
+    def add_priority_class(self, pc: Obj) -> None:
+        with self._lock:
+            name = meta(pc).get("name") or ""
+            value = as_int(pc.get("value"), obj=describe(pc, "priorityclass"), field="value")
+            self.priority_classes[name] = value
+            if pc.get("globalDefault") is True:
+                self.default_priority = value
+
+    update_priority_class = add_priority_class
+
+    def delete_priority_class(self, pc: Obj) -> None:
+        with self._lock:
+            self.priority_classes.pop(meta(pc).get("name") or "", None)
+            if pc.get("globalDefault") is True:
+                self.default_priority = 0
+
     # --- snapshot --------------------------------------------------------------------------
 
     def snapshot(self) -> ClusterSnapshot:
@@ -223,6 +243,10 @@ class SchedulerCache:
             snap.skipped_jobs[job.uid] = job.clone()
             return
         clone = job.clone()
+        if clone.podgroup is not None:  # Volcano's snapshot: the class's value, or the default
+            clone.priority = self.priority_classes.get(
+                clone.priority_class_name, self.default_priority
+            )
         for task in clone.tasks.values():
             if task.uid in self._ungated:
                 task.sch_gated = False  # our gate removal is on its way

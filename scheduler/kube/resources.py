@@ -38,4 +38,7 @@ RESOURCES = {
     "namespaces": Resource("namespaces", _core("list_namespace")),
     "queues": Resource("queues", _volcano("queues")),
     "podgroups": Resource("podgroups", _volcano("podgroups")),
+    "priorityclasses": Resource(
+        "priorityclasses", lambda api: client.SchedulingV1Api(api).list_priority_class
+    ),
 }

@@ -6,12 +6,13 @@ scenario player) use ``Cluster.create_object`` so their pods pass the same admis
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simcluster.api import pods, validation
+from simcluster.api import pods, priority, validation
 from simcluster.api.errors import (
     ApiError,
     bad_request,
@@ -45,6 +46,11 @@ class Cluster:
     store: Store
     now: Callable[[], float]
     webhook: Webhook | None = None
+
+    def __post_init__(self) -> None:
+        for pc in priority.system_classes():  # kube-apiserver creates them at start
+            with contextlib.suppress(StoreError):
+                self.store.create("priorityclasses", pc)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -87,6 +93,8 @@ class Cluster:
         else:
             validation.validate_name(resource, obj)
             _default_status(plural, obj)
+        if plural == "priorityclasses":
+            priority.validate_priority_class(obj, self.store)
         validation.validate_labels(resource.kind, obj)
         try:
             return self.store.create(plural, obj)
@@ -96,6 +104,7 @@ class Cluster:
     def _admit_pod(self, namespace: str, pod: dict) -> dict:
         pod = mutate_pod(self.webhook, namespace, pod)
         validation.validate_name(RESOURCES["pods"], pod)
+        priority.admit_pod_priority(pod, self.store)
         pods.prepare_pod_create(pod, self.now())
         validation.validate_pod_create(pod)
         return pod

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_VERSION = "v1beta1"
 VOLCANO_GROUP_VERSION = f"{VOLCANO_GROUP}/{VOLCANO_VERSION}"
+SCHEDULING_GROUP = "scheduling.k8s.io"  # Kubernetes' own: PriorityClass
+CUSTOM_GROUPS = frozenset({VOLCANO_GROUP})  # served as CustomResourceDefinitions would be
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
@@ -30,7 +32,7 @@ class Resource:
     @property
     def custom(self) -> bool:
         """Custom resources (CRDs): no strategic merge patch, default Table columns."""
-        return bool(self.group)
+        return self.group in CUSTOM_GROUPS
 
 
 RESOURCES: dict[str, Resource] = {
@@ -43,6 +45,16 @@ RESOURCES: dict[str, Resource] = {
         Resource("queues", "Queue", VOLCANO_GROUP, VOLCANO_VERSION, False, ("q",), "queue"),
         Resource(
             "podgroups", "PodGroup", VOLCANO_GROUP, VOLCANO_VERSION, True, ("pg",), "podgroup"
+        ),
+        Resource(
+            "priorityclasses",
+            "PriorityClass",
+            SCHEDULING_GROUP,
+            "v1",
+            False,
+            ("pc",),
+            "priorityclass",
+            (),
         ),
     )
 }
@@ -83,9 +95,12 @@ def core_versions(server_address: str) -> dict:
 
 
 def api_group_list() -> dict:
-    version = {"groupVersion": VOLCANO_GROUP_VERSION, "version": VOLCANO_VERSION}
-    group = {"name": VOLCANO_GROUP, "versions": [version], "preferredVersion": version}
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}
+    groups = []
+    for name in sorted({r.group for r in RESOURCES.values() if r.group}):
+        versions = sorted({r.version for r in RESOURCES.values() if r.group == name})
+        entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+        groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 def api_group(group: str) -> dict | None:
