@@ -165,6 +165,18 @@ def test_session_figures_and_report_per_queue():
     assert ssn.queue_attrs["default"].deserved == Resource()
 
 
+def test_the_cycle_report_carries_the_plugins_figures():
+    scenario = two_queue_scenario(config=proportion_config())
+    report, client = scenario.run()
+    assert binds(client) == {"ns/a-wait": "n1", "ns/b-wait": "n1"}
+    a = next(q for q in report.queues if q.name == "a")
+    assert a.capability == {"cpu": 4000, "memory": 8 * GIB, "pods": 110}
+    assert a.deserved == {"cpu": 3000, "memory": 2 * GIB}
+    assert a.allocated == {"cpu": 3000, "memory": 2 * GIB}
+    assert a.share == 1.0 and not a.over_deserved
+    assert (a.inqueue, a.reserved, a.inqueue_reserved) == ({}, {}, {})
+
+
 def test_lower_share_first_at_equal_priority_then_priority_first():
     ssn = open_session(two_queue_scenario(), proportion_config())
     order = sorted((ssn.queues[q] for q in ("a", "b")), key=ssn.queue_order_key)
