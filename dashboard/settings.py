@@ -164,6 +164,15 @@ SLUICE_MODE = os.environ.get("SLUICE_MODE", "observe")
 if SLUICE_MODE not in {"act", "observe"}:
     raise ImproperlyConfigured(f"SLUICE_MODE={SLUICE_MODE!r}: expected act or observe")
 SLUICE_CYCLE_LOCK_TTL = env_float("SLUICE_CYCLE_LOCK_TTL", 60.0)
+# The scheduler configuration in Volcano's format (volcano-scheduler.conf): a file, or a
+# ConfigMap "namespace/name" (key volcano-scheduler.conf); read again when it changes. Without
+# either, Sluice's default configuration with the SLUICE_ADMISSION_* settings below.
+SLUICE_SCHEDULER_CONF = os.environ.get("SLUICE_SCHEDULER_CONF", "")
+SLUICE_SCHEDULER_CONFIGMAP = os.environ.get("SLUICE_SCHEDULER_CONFIGMAP", "")
+if SLUICE_SCHEDULER_CONFIGMAP and SLUICE_SCHEDULER_CONFIGMAP.count("/") != 1:
+    raise ImproperlyConfigured(
+        f"SLUICE_SCHEDULER_CONFIGMAP={SLUICE_SCHEDULER_CONFIGMAP!r}: expected namespace/name"
+    )
 SLUICE_SCHEDULER_NAMES = [
     n.strip() for n in os.environ.get("SLUICE_SCHEDULER_NAMES", "volcano").split(",") if n.strip()
 ]

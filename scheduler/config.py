@@ -27,9 +27,11 @@ issue #5044; false restores the behaviour before it) and ``schedulerName``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import yaml
 
@@ -252,7 +254,9 @@ class EnqueueArguments:
     arguments then decide whether it may hold workloads back, and how.
     """
 
-    admission_check: bool = True  # admissionCheck
+    # admissionCheck: off unless asked for — Volcano has no such check, and next to an
+    # autoscaler it would hold a workload that only needs a node the autoscaler can add.
+    admission_check: bool = False
     retry_after_s: float = 60.0  # retryAfter: seconds before a held workload is evaluated again
     admit_unknown: bool = False  # admitUnknown: admit when the evaluator runs out of time
     max_snapshot_age_s: float | None = None  # maxSnapshotAge: older snapshots hold (Pending)
@@ -268,7 +272,7 @@ class EnqueueArguments:
             )
         age = arguments.get("maxSnapshotAge")
         return cls(
-            admission_check=_bool(arguments, "admissionCheck", True),
+            admission_check=_bool(arguments, "admissionCheck", False),
             retry_after_s=_seconds(arguments, "retryAfter", 60.0),
             admit_unknown=_bool(arguments, "admitUnknown", False),
             max_snapshot_age_s=None if age is None else _seconds(arguments, "maxSnapshotAge", 0),
@@ -291,6 +295,33 @@ def _seconds(arguments: Mapping[str, Any], key: str, default: float) -> float:
             f"configurations[enqueue].arguments.{key}: expected seconds > 0, got {value!r}"
         )
     return float(value)
+
+
+class ConfigText(Protocol):
+    """Where a configuration's text comes from; ``changed()`` is the new text, or None."""
+
+    where: str
+
+    def changed(self) -> str | None: ...
+
+
+class ConfigFile:
+    """A configuration file, read again whenever it changes (Volcano's ``--scheduler-conf``,
+    watched for writes). A file that cannot be read raises OSError naming it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.where = f"file {self.path}"
+        self._seen: tuple[int, int] | None = None
+
+    def changed(self) -> str | None:
+        stat = self.path.stat()
+        seen = (stat.st_mtime_ns, stat.st_size)
+        if seen == self._seen:
+            return None
+        text = self.path.read_text()
+        self._seen = seen
+        return text
 
 
 # Sluice's defaults: Volcano's default actions plus preempt and reclaim, and the capacity

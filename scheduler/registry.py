@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
-from scheduler.config import ConfigError, SchedulerConfig
+from scheduler.config import ConfigError, ConfigText, SchedulerConfig
 from scheduler.framework.session import Session
 from scheduler.plugins.base import Plugin
 from scheduler.plugins.binpack import BinpackPlugin
@@ -104,3 +104,34 @@ def actions(config: SchedulerConfig) -> list[tuple[str, Action]]:
 def plugin_tiers(config: SchedulerConfig) -> list[list[Plugin]]:
     """Fresh plugin instances, tier by tier, for one session."""
     return [[PLUGINS[option.name](option) for option in tier] for tier in config.tiers]
+
+
+class LiveConfig:
+    """The configuration in force: read from its source (a file, a ConfigMap) and read again
+    when it changes, as Volcano's scheduler reloads its conf. A changed text that does not load
+    keeps the previous configuration, and says why in ``error`` until a good one arrives."""
+
+    def __init__(self, source: ConfigText | None, fallback: SchedulerConfig) -> None:
+        self.source = source
+        self.config = fallback
+        self.error = ""
+        if source is not None:
+            self.current()
+            if self.error:  # the first text must load: there is nothing to fall back on
+                raise ConfigError(self.error)
+
+    def current(self) -> SchedulerConfig:
+        if self.source is None:
+            return self.config
+        try:
+            text = self.source.changed()
+            if text is not None:
+                self.config = load(text, source=self.source.where)
+                self.error = ""
+        except (ConfigError, OSError) as exc:
+            self.error = f"{self.source.where}: {exc}; keeping the configuration in force"
+        return self.config
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"ignored (Volcano only): {a}" for a in ignored_arguments(self.config)]

@@ -13,15 +13,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
 
+from scheduler import registry
 from scheduler.admission.context import Admission
-from scheduler.api.report import CycleReport
+from scheduler.api.report import ConfigInForce, CycleReport
 from scheduler.cache.cache import SchedulerCache
-from scheduler.config import SchedulerConfig, default_config
+from scheduler.config import ConfigText, SchedulerConfig, default_config
 from scheduler.framework.writer import GateRemover
 from scheduler.kube.client import KubeClusterClient
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
 from scheduler.loop import run_cycle
+from scheduler.registry import LiveConfig
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,18 @@ class CacheFeeder:
         return guarded
 
 
+def config_in_force(live: LiveConfig) -> ConfigInForce:
+    config = live.config
+    return ConfigInForce(
+        source=config.source or "default",
+        actions=list(config.actions),
+        tiers=[[p.name for p in tier] for tier in config.tiers],
+        text=config.to_yaml(),
+        error=live.error,
+        warnings=live.warnings,
+    )
+
+
 def _describe(kind: str, obj: dict) -> str:
     meta = obj.get("metadata") or {}
     name = (
@@ -76,18 +90,22 @@ def _describe(kind: str, obj: dict) -> str:
 
 
 class SchedulerService:
+    """``config_source`` (a file or ConfigMap in Volcano's format) is read again whenever it
+    changes; without one, ``config`` (else Sluice's default) is in force."""
+
     def __init__(
         self,
         api: client.ApiClient,
         *,
         config: SchedulerConfig | None = None,
+        config_source: ConfigText | None = None,
         scheduler_name: str = "volcano",
         act: bool = False,
         clock: Callable[[], float] = time.time,
         gate_remover: GateRemover | None = None,
         admission: Admission | None = None,
     ) -> None:
-        self.config = config or default_config()
+        self.live_config = LiveConfig(config_source, registry.check(config or default_config()))
         self.admission = admission  # the node-capacity check's state outlives every cycle
         self.act = act
         self.clock = clock
@@ -114,16 +132,25 @@ class SchedulerService:
             raise TimeoutError(f"the cluster's objects were not listed within {sync_timeout:g} s")
         return self
 
+    @property
+    def config(self) -> SchedulerConfig:
+        return self.live_config.config
+
     def run_once(self) -> CycleReport:
-        return run_cycle(
+        config = self.live_config.current()
+        if self.admission is not None:
+            self.admission.configure(config.enqueue_arguments())
+        report = run_cycle(
             self.cache,
-            self.config,
+            config,
             self.cluster,
             now=self.clock(),
             act=self.act,
             gate_remover=self.gate_remover,
             admission=self.admission.context() if self.admission is not None else None,
         )
+        report.config = config_in_force(self.live_config)
+        return report
 
     def stop(self) -> None:
         """Stop watching; queued gate removals finish first (they are short and idempotent)."""

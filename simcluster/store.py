@@ -25,6 +25,7 @@ KINDS: dict[str, bool] = {
     "nodes": False,
     "pods": True,
     "events": True,
+    "configmaps": True,
     "queues": False,
     "podgroups": True,
     "priorityclasses": False,

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from dashboard.models import LiveState
 from scheduler.api.report import (
     COUNTED_STATES,
+    ConfigInForce,
     PodState,
     QueueReport,
     WaitingPod,
@@ -36,6 +37,7 @@ class LiveSummary:
     queues: list[QueueReport]
     risks: list[WorkloadRisk]
     gated_by_namespace: dict[str, int]
+    config: ConfigInForce | None  # as the scheduler reported it (None from older cycles)
 
     def queue(self, name: str) -> QueueReport | None:
         return next((q for q in self.queues if q.name == name), None)
@@ -64,6 +66,7 @@ def live_summary() -> LiveSummary | None:
         queues=[QueueReport.from_json(q) for q in data.get("queues") or []],
         risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
         gated_by_namespace=dict(data.get("gated_by_namespace") or {}),
+        config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
     )
 
 

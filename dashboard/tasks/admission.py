@@ -15,6 +15,7 @@ import redis
 import urllib3
 from celery import shared_task
 from django.conf import settings
+from kubernetes import client
 from kubernetes.config import ConfigException
 
 from dashboard import kube
@@ -23,7 +24,8 @@ from scheduler.admission.context import Admission, NodeGroupSource
 from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroupError, load_node_groups, sized_for
 from scheduler.admission.source import fetch_snapshot
-from scheduler.config import SchedulerConfig, default_config
+from scheduler.config import ConfigFile, ConfigText, SchedulerConfig, default_config
+from scheduler.kube.configmap import ConfigMapText
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +120,20 @@ def scheduler_admission(config: SchedulerConfig) -> Admission:
     )
 
 
+def scheduler_config_source(api: client.ApiClient) -> ConfigText | None:
+    """Where the scheduler reads its configuration: ``SLUICE_SCHEDULER_CONF`` (a file) or
+    ``SLUICE_SCHEDULER_CONFIGMAP`` (namespace/name); None for the default."""
+    if settings.SLUICE_SCHEDULER_CONF:
+        return ConfigFile(settings.SLUICE_SCHEDULER_CONF)
+    if settings.SLUICE_SCHEDULER_CONFIGMAP:
+        namespace, name = settings.SLUICE_SCHEDULER_CONFIGMAP.split("/")
+        return ConfigMapText(api, namespace, name)
+    return None
+
+
 def scheduler_config() -> SchedulerConfig:
-    """The default configuration with the enqueue arguments taken from the settings."""
+    """The default configuration with the enqueue arguments taken from the settings (used when
+    no configuration file or ConfigMap is given; theirs decide everything otherwise)."""
     return default_config().with_action_arguments(
         "enqueue",
         admissionCheck=settings.SLUICE_ADMISSION_CHECK,

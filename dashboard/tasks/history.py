@@ -185,6 +185,7 @@ def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
         "queues": data.get("queues") or [],
         "risks": data.get("risks") or [],
         "gated_by_namespace": gated_by_namespace,
+        "config": data.get("config"),
     }
     rows = [LiveState(key=CYCLE_KEY, cycle=cycle, data=summary)]
     rows += [

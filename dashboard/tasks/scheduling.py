@@ -18,9 +18,14 @@ from dashboard import kube
 from dashboard.health import broker_client
 from dashboard.services import gate_stats
 from dashboard.services.locking import run_exclusively
-from dashboard.tasks.admission import scheduler_admission, scheduler_config
+from dashboard.tasks.admission import (
+    scheduler_admission,
+    scheduler_config,
+    scheduler_config_source,
+)
 from dashboard.tasks.gates import queue_gate_removal
 from dashboard.tasks.history import store_cycle_report
+from scheduler.config import ConfigError
 from scheduler.service import SchedulerService
 
 log = logging.getLogger(__name__)
@@ -34,10 +39,12 @@ def scheduler_service() -> SchedulerService:
     global _service
     with _service_lock:
         if _service is None:
+            api = kube.api_client()
             config = scheduler_config()
             service = SchedulerService(
-                kube.api_client(),
+                api,
                 config=config,
+                config_source=scheduler_config_source(api),
                 scheduler_name=settings.SLUICE_SCHEDULER_NAMES[0],
                 act=settings.SLUICE_MODE == "act",
                 clock=kube.cluster_clock(),
@@ -68,7 +75,7 @@ def run_cycle() -> dict | None:
     its summary returned (None when no cycle ran)."""
     try:
         service = scheduler_service()
-    except (RuntimeError, TimeoutError, OSError, ConfigException) as exc:
+    except (RuntimeError, TimeoutError, OSError, ConfigException, ConfigError) as exc:
         # No cluster yet (the simulation is still starting) or unreachable: try next period.
         log.warning("no cycle: %s", exc, extra={"object": "cluster"})
         return None

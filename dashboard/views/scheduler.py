@@ -9,7 +9,6 @@ from dashboard.selectors.cycles import recent_cycles
 from dashboard.selectors.live import live_summary
 from dashboard.services import gate_stats
 from dashboard.views.common import render_page
-from scheduler.config import default_config
 
 RECENT_CYCLES = 60
 
@@ -17,17 +16,18 @@ RECENT_CYCLES = 60
 @require_GET
 def scheduler(request: HttpRequest) -> HttpResponse:
     cycles = recent_cycles(RECENT_CYCLES)
-    config = default_config()
+    summary = live_summary()
     context = {
-        "summary": live_summary(),
+        "summary": summary,
+        # What the scheduler ran its latest cycle with, as it reported it: a configuration
+        # file or ConfigMap may differ from anything the dashboard process could read itself.
+        "reported": summary.config if summary else None,
         "cycles": cycles[:20],
         "actions_chart": chart_html(action_durations_figure(cycles), "action-durations")
         if cycles
         else "",
         "gates": gate_stats.snapshot(),
         "config": {
-            "actions": ", ".join(config.actions),
-            "tiers": [[p.name for p in tier] for tier in config.tiers],
             "period": settings.SLUICE_CYCLE_PERIOD,
             "mode": settings.SLUICE_MODE,
             "scheduler_names": ", ".join(settings.SLUICE_SCHEDULER_NAMES),

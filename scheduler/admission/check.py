@@ -80,13 +80,22 @@ class AdmissionChecker:
         admit_unknown: bool = False,
         max_snapshot_age_s: float | None = None,
     ) -> None:
-        self.retry_after = timedelta(seconds=retry_after_s)
         self.budget_s = budget_s
+        self.configure(
+            retry_after_s=retry_after_s,
+            admit_unknown=admit_unknown,
+            max_snapshot_age_s=max_snapshot_age_s,
+        )
+        self._results: dict[str, CheckResult] = {}
+
+    def configure(
+        self, *, retry_after_s: float, admit_unknown: bool, max_snapshot_age_s: float | None
+    ) -> None:
+        self.retry_after = timedelta(seconds=retry_after_s)
         self.admit_unknown = admit_unknown
         self.max_snapshot_age = (
             None if max_snapshot_age_s is None else timedelta(seconds=max_snapshot_age_s)
         )
-        self._results: dict[str, CheckResult] = {}
 
     def check(
         self,

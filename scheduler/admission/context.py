@@ -68,6 +68,18 @@ class Admission:
     ) -> Admission:
         return cls(snapshot_source, arguments=config.enqueue_arguments(), **kwargs)
 
+    def configure(self, arguments: EnqueueArguments) -> None:
+        """New enqueue arguments (a reloaded configuration); what the checker remembers of
+        each workload is kept."""
+        if arguments == self.arguments:
+            return
+        self.arguments = arguments
+        self.checker.configure(
+            retry_after_s=arguments.retry_after_s,
+            admit_unknown=arguments.admit_unknown,
+            max_snapshot_age_s=arguments.max_snapshot_age_s,
+        )
+
     def context(self) -> AdmissionContext:
         snapshot = self.snapshot_source()
         if snapshot is None:

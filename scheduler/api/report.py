@@ -273,6 +273,39 @@ class WorkloadRisk:
 
 
 @dataclass
+class ConfigInForce:
+    """The scheduler configuration a cycle ran with, where it came from, and its trouble."""
+
+    source: str  # "default", "file /etc/…", "configmap ns/name key …"
+    actions: list[str]
+    tiers: list[list[str]]  # plugin names, tier by tier
+    text: str  # the configuration as YAML (Volcano's format)
+    error: str = ""  # a newer configuration that did not load
+    warnings: list[str] = field(default_factory=list)  # e.g. Volcano-only arguments ignored
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "actions": list(self.actions),
+            "tiers": [list(t) for t in self.tiers],
+            "text": self.text,
+            "error": self.error,
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ConfigInForce:
+        return cls(
+            data.get("source") or "",
+            list(data.get("actions") or []),
+            [list(t) for t in data.get("tiers") or []],
+            data.get("text") or "",
+            data.get("error") or "",
+            list(data.get("warnings") or []),
+        )
+
+
+@dataclass
 class CycleReport:
     started_at: float
     duration_s: float
@@ -285,6 +318,8 @@ class CycleReport:
     gates: dict[str, int] = field(default_factory=dict)  # gate removals queued / at bind
     notices: list[str] = field(default_factory=list)  # e.g. queue reservations released
     risks: list[WorkloadRisk] = field(default_factory=list)  # when a capacity snapshot exists
+    # The configuration in force, as the scheduler itself reports it (for the Scheduler page).
+    config: ConfigInForce | None = None
 
     def counts(self) -> dict[PodState, int]:
         """Pods by state over every queue (a queue counts its own jobs' pods only)."""
@@ -307,6 +342,7 @@ class CycleReport:
             "gates": dict(self.gates),
             "notices": list(self.notices),
             "risks": [r.to_json() for r in self.risks],
+            "config": self.config.to_json() if self.config else None,
         }
 
     @classmethod
@@ -323,4 +359,5 @@ class CycleReport:
             gates=dict(data.get("gates") or {}),
             notices=list(data.get("notices") or []),
             risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
+            config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
         )

@@ -95,6 +95,8 @@ class Cluster:
             _default_status(plural, obj)
         if plural == "priorityclasses":
             priority.validate_priority_class(obj, self.store)
+        if plural == "configmaps":
+            validation.validate_config_map(obj)
         validation.validate_labels(resource.kind, obj)
         try:
             return self.store.create(plural, obj)
@@ -192,6 +194,8 @@ class Cluster:
                 _copy_field(current["metadata"], new["metadata"], field)
             if resource.plural == "pods":
                 validation.validate_pod_update(current, new)
+            if resource.plural == "configmaps":
+                validation.validate_config_map(new)
             validation.validate_labels(resource.kind, new)
         return new
 

@@ -42,6 +42,7 @@ RESOURCES: dict[str, Resource] = {
         Resource("nodes", "Node", "", "v1", False, ("no",), "node"),
         Resource("pods", "Pod", "", "v1", True, ("po",), "pod", ("status", "binding", "eviction")),
         Resource("events", "Event", "", "v1", True, ("ev",), "event", ()),
+        Resource("configmaps", "ConfigMap", "", "v1", True, ("cm",), "configmap", ()),
         Resource("queues", "Queue", VOLCANO_GROUP, VOLCANO_VERSION, False, ("q",), "queue"),
         Resource(
             "podgroups", "PodGroup", VOLCANO_GROUP, VOLCANO_VERSION, True, ("pg",), "podgroup"

@@ -157,6 +157,23 @@ COLUMNS: dict[str, list[Column]] = {
         ("Object", "string", 0, _event_object),
         ("Message", "string", 0, _field("message", default="")),
     ],
+    "configmaps": [
+        NAME,
+        (
+            "Data",
+            "integer",
+            0,
+            lambda cm, now: len(cm.get("data") or {}) + len(cm.get("binaryData") or {}),
+        ),
+        AGE,
+    ],
+    "priorityclasses": [
+        NAME,
+        ("Value", "integer", 0, _field("value", default="")),
+        ("Global-Default", "boolean", 0, lambda pc, now: bool(pc.get("globalDefault"))),
+        AGE,
+        ("PreemptionPolicy", "string", 0, _field("preemptionPolicy", default="")),
+    ],
     "queues": [
         NAME,
         ("State", "string", 0, _field("status", "state", default="")),

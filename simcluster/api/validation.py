@@ -53,6 +53,34 @@ def validate_name(resource: Resource, obj: dict) -> None:
     raise invalid(resource.kind, name, [invalid_field("metadata.name", name, message)])
 
 
+CONFIG_KEY = r"[-._a-zA-Z0-9]+"
+
+
+def validate_config_map(obj: dict) -> None:
+    """kube-apiserver's ValidateConfigMap: data keys are config keys, values are strings."""
+    name = obj["metadata"].get("name") or ""
+    errors = []
+    for section in ("data", "binaryData"):
+        entries = obj.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            errors.append(invalid_field(section, entries, "must be a map of string to string"))
+            continue
+        for key, value in entries.items():
+            if len(key) > 253 or not re.fullmatch(CONFIG_KEY, key):
+                message = (
+                    "a valid config key must consist of alphanumeric characters, '-', '_' or "
+                    f"'.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                    f"validation is '{CONFIG_KEY}')"
+                )
+                errors.append(invalid_field(f"{section}[{key}]", key, message))
+            elif not isinstance(value, str):
+                errors.append(invalid_field(f"{section}[{key}]", value, "must be a string"))
+    if errors:
+        raise invalid("ConfigMap", name, errors)
+
+
 def qualified_name_error(key: str) -> str:
     """Empty when ``key`` is a valid qualified name (``prefix/name``), else why not."""
     prefix, _, name = key.rpartition("/")

@@ -1,19 +1,38 @@
 """``python manage.py schedule``: run scheduling cycles against a cluster from the terminal.
 
-The Celery scheduler worker runs the same SchedulerService; this command is the whole
-scheduler in one process, for trying Sluice against a cluster or a simulation.
+The Celery scheduler worker runs the same SchedulerService with the same configuration; this
+command is the whole scheduler in one process, for trying Sluice against a cluster or a
+simulation: ``--scheduler-conf`` (or ``SLUICE_SCHEDULER_CONF``) names a configuration in
+Volcano's format, read again when it changes; the node-capacity admission check runs as that
+configuration says, with snapshots it takes from the cluster itself.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from kubernetes import client
 from kubernetes import config as kube_config
 
+from dashboard.tasks.admission import known_node_groups, scheduler_config
+from scheduler.admission.context import Admission
+from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot
+from scheduler.api.report import CycleReport
+from scheduler.config import ConfigError, ConfigFile
 from scheduler.kube.config import clock_from_kubeconfig
 from scheduler.service import SchedulerService
+
+
+def _admission(api: client.ApiClient, clock: Callable[[], float]) -> Admission:
+    """The node-capacity check with snapshots taken from the cluster every refresh period;
+    whether it holds workloads is the configuration's enqueue arguments' call."""
+    snapshots = PeriodicSnapshot(
+        lambda now: fetch_snapshot(api, now), clock, refresh_s=settings.SLUICE_ADMISSION_REFRESH_S
+    )
+    return Admission(snapshots, node_groups=known_node_groups())
 
 
 class Command(BaseCommand):
@@ -27,18 +46,32 @@ class Command(BaseCommand):
         parser.add_argument("--period", type=float, default=settings.SLUICE_CYCLE_PERIOD)
         parser.add_argument("--scheduler-name", default=settings.SLUICE_SCHEDULER_NAMES[0])
         parser.add_argument("--mode", choices=["act", "observe"], default="observe")
+        parser.add_argument(
+            "--scheduler-conf",
+            default=settings.SLUICE_SCHEDULER_CONF,
+            help="a scheduler configuration in Volcano's format (default: Sluice's)",
+        )
 
     def handle(self, *args, kubeconfig: str, once: bool, cycles: int, period: float, **options):
         try:
             api = kube_config.new_client_from_config(config_file=kubeconfig)
         except (kube_config.ConfigException, OSError) as exc:
             raise CommandError(f"--kubeconfig {kubeconfig}: {exc}") from exc
-        service = SchedulerService(
-            api,
-            scheduler_name=options["scheduler_name"],
-            act=options["mode"] == "act",
-            clock=clock_from_kubeconfig(kubeconfig),  # follows a simulation's --speed
-        )
+        clock = clock_from_kubeconfig(kubeconfig)  # follows a simulation's --speed
+        config = scheduler_config()
+        source = ConfigFile(options["scheduler_conf"]) if options["scheduler_conf"] else None
+        try:
+            service = SchedulerService(
+                api,
+                config=config,
+                config_source=source,
+                scheduler_name=options["scheduler_name"],
+                act=options["mode"] == "act",
+                clock=clock,
+                admission=_admission(api, clock),
+            )
+        except (ConfigError, OSError) as exc:
+            raise CommandError(f"--scheduler-conf: {exc}") from exc
         try:
             service.start(sync_timeout=30)
         except TimeoutError as exc:
@@ -59,7 +92,7 @@ class Command(BaseCommand):
             if cycles == 0 or done < cycles:
                 time.sleep(max(0.0, period - (time.monotonic() - started)))
 
-    def _print(self, report) -> None:
+    def _print(self, report: CycleReport) -> None:
         decisions = len(report.transitions)
         self.stdout.write(
             f"cycle {report.mode}: {report.duration_s * 1000:.1f} ms, {decisions} decisions, "
@@ -76,3 +109,5 @@ class Command(BaseCommand):
             )
         for error in report.errors:
             self.stderr.write(f"  error: {error}")
+        if report.config is not None and report.config.error:
+            self.stderr.write(f"  configuration: {report.config.error}")

@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.simcluster.api.conftest import pod, queue
+from tests.builders import body, namespace, node, pod, podgroup, queue
 from tests.simcluster.api.helpers import http
 
 GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
@@ -26,15 +26,16 @@ def test_discovery_documents_list_core_and_volcano_resources(sim):
         "nodes",
         "namespaces",
         "events",
+        "configmaps",
     } <= names
     groups = http(sim.server.url, "GET", "/apis")[1]
-    assert groups["groups"][0]["name"] == GROUP
+    assert {g["name"] for g in groups["groups"]} == {GROUP, "scheduling.k8s.io"}
     volcano = http(sim.server.url, "GET", f"/apis/{GROUP}/{VERSION}")[1]
     assert {r["name"]: r["namespaced"] for r in volcano["resources"]}["queues"] is False
 
 
 def test_pod_create_get_list_delete(sim):
-    created = sim.core.create_namespaced_pod("default", pod("web-1", app="web"))
+    created = sim.core.create_namespaced_pod("default", body(pod("web-1", labels={"app": "web"})))
     assert created.status.phase == "Pending"
     assert created.metadata.uid and created.metadata.resource_version
     assert sim.core.read_namespaced_pod("web-1", "default").spec.containers[0].image == "busybox"
@@ -53,16 +54,16 @@ def test_not_found_is_a_status_naming_the_object(sim):
 
 
 def test_create_twice_is_already_exists(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     with pytest.raises(ApiException) as caught:
-        sim.core.create_namespaced_pod("default", pod("web-1"))
+        sim.core.create_namespaced_pod("default", body(pod("web-1")))
     assert caught.value.status == 409
     assert json.loads(caught.value.body)["reason"] == "AlreadyExists"
 
 
 def test_label_selector_filters_lists(sim):
     for name, app in (("a", "web"), ("b", "db"), ("c", "web")):
-        sim.core.create_namespaced_pod("default", pod(name, app=app))
+        sim.core.create_namespaced_pod("default", body(pod(name, labels={"app": app})))
 
     def names(sel):
         return [
@@ -88,8 +89,8 @@ def test_label_selector_filters_lists(sim):
     ],
 )
 def test_field_selector_filters_pods(sim, selector, expected):
-    sim.core.create_namespaced_pod("default", pod("bound", node="node-1"))
-    sim.core.create_namespaced_pod("default", pod("loose"))
+    sim.core.create_namespaced_pod("default", body(pod("bound", node_name="node-1")))
+    sim.core.create_namespaced_pod("default", body(pod("loose")))
     listed = sim.core.list_pod_for_all_namespaces(field_selector=selector).items
     assert sorted(p.metadata.name for p in listed) == expected
 
@@ -119,8 +120,8 @@ def test_events_are_found_by_involved_object(sim):
 
 
 def test_nodes_and_namespaces_are_cluster_scoped(sim):
-    sim.core.create_node({"metadata": {"name": "node-1", "labels": {"zone": "a"}}})
-    sim.core.create_namespace({"metadata": {"name": "team-a"}})
+    sim.core.create_node(body(node("node-1", labels={"zone": "a"})))
+    sim.core.create_namespace(body(namespace("team-a")))
     assert [n.metadata.name for n in sim.core.list_node(label_selector="zone=a").items] == [
         "node-1"
     ]
@@ -128,13 +129,10 @@ def test_nodes_and_namespaces_are_cluster_scoped(sim):
 
 
 def test_queues_and_podgroups_through_custom_objects_api(sim):
-    sim.custom.create_cluster_custom_object(GROUP, VERSION, "queues", queue("research", 2))
-    group = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "PodGroup",
-        "metadata": {"name": "pg-1"},
-        "spec": {"minMember": 2, "queue": "research"},
-    }
+    sim.custom.create_cluster_custom_object(
+        GROUP, VERSION, "queues", body(queue("research", weight=2))
+    )
+    group = body(podgroup("pg-1", 2, queue="research"))
     sim.custom.create_namespaced_custom_object(GROUP, VERSION, "default", "podgroups", group)
     listed = sim.custom.list_cluster_custom_object(GROUP, VERSION, "queues")
     assert [q["metadata"]["name"] for q in listed["items"]] == ["research"]
@@ -157,7 +155,7 @@ def test_queues_and_podgroups_through_custom_objects_api(sim):
 
 
 def test_update_replaces_the_object(sim):
-    created = sim.core.create_namespaced_pod("default", pod("web-1"))
+    created = sim.core.create_namespaced_pod("default", body(pod("web-1")))
     created.metadata.labels = {"tier": "gold"}
     updated = sim.core.replace_namespaced_pod("web-1", "default", created)
     assert updated.metadata.labels == {"tier": "gold"}
