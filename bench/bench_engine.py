@@ -11,9 +11,10 @@ import time
 
 import numpy as np
 
-from scheduler.cache import RecordingClusterClient, SchedulerCache
+from scheduler.cache import SchedulerCache
 from scheduler.config import SchedulerConfig
 from scheduler.loop import run_cycle
+from tests.fakes import RecordingClusterClient
 
 NODES, RUNNING, PENDING = 5_000, 1_000, 10_000
 CPU_M, MEM, PODS = 4_000, 32 * 2**30, 110

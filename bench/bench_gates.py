@@ -15,9 +15,10 @@ import statistics
 import time
 
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
-from scheduler.cache import RecordingClusterClient, SchedulerCache
+from scheduler.cache import SchedulerCache
 from scheduler.config import default_config
 from scheduler.loop import run_cycle
+from tests.fakes import RecordingClusterClient
 
 NODES, QUEUES, RUNNING_PER_QUEUE, PENDING_PER_QUEUE = 1_000, 100, 100, 500
 RUNS = 3

@@ -20,7 +20,7 @@ from dashboard import kube
 from dashboard.tasks.history import store_cycle_report
 from scheduler.config import default_config
 from simcluster.scenario import SCENARIO_DIR
-from tests.gates import harness
+from tests.e2e import harness
 
 # Long enough for every state at once: notebooks gated, too-big unschedulable, highmem pods
 # waiting for a node (60 s to provision), the web gang arriving at 30 s.

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.api.report import TransitionKind
 from tests.browser.demo import demo_cluster, store_reports
-from tests.kube.conftest import pod
+from tests.builders import body, pod
 
 pytestmark = pytest.mark.browser
 
@@ -181,9 +181,8 @@ def test_a_permitted_user_opts_a_namespace_in_and_its_new_pod_is_gated(live_serv
     labels = stored.core.read_namespace("batch").metadata.labels
     assert labels[QUEUE_ALLOCATION_GATE] == "true"
     # A pod with no opt-in of its own, larger than the queue can ever give: it stays gated.
-    late = pod("late", namespace="batch", cpu="30", memory="1Gi",
-               annotations={"scheduling.volcano.sh/queue-name": "batch"})  # fmt: skip
-    created = stored.core.create_namespaced_pod("batch", late)
+    late = pod("late", "30", "1Gi", namespace="batch", queue="batch")
+    created = stored.core.create_namespaced_pod("batch", body(late))
     assert [g.name for g in created.spec.scheduling_gates] == [QUEUE_ALLOCATION_GATE]
     stored.step(1)
     store_reports(stored)

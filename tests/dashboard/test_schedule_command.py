@@ -7,8 +7,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.kube.conftest import sim  # noqa: F401 - the simulated cluster fixture
-from tests.kube.test_service import bound_nodes, create_cluster
+from tests.scheduler.conftest import sim  # noqa: F401 - the simulated cluster fixture
+from tests.scheduler.test_service import bound_nodes, create_cluster
 from tests.simcluster.api.conftest import kubectl, kubectl_binary  # noqa: F401 - fixtures
 
 

@@ -4,10 +4,11 @@ import json
 import random
 
 from scheduler.api.report import CycleReport, TransitionKind
-from scheduler.cache import RecordingClusterClient
 from scheduler.config import SchedulerConfig
 from scheduler.loop import run_cycle
-from tests.scheduler.uthelper import Scenario, binds, node, pod, podgroup, queue, waiting
+from tests.builders import node, pod, podgroup, queue
+from tests.fakes import RecordingClusterClient
+from tests.scheduler.uthelper import Scenario, binds, waiting
 
 
 def mixed_scenario(order_seed: int | None = None) -> Scenario:
@@ -70,8 +71,8 @@ def test_observe_mode_writes_nothing_but_reports_the_same_decisions():
 
 
 def test_a_bound_pod_is_not_bound_again_next_cycle():
-    from scheduler.cache import RecordingClusterClient
     from scheduler.loop import run_cycle
+    from tests.fakes import RecordingClusterClient
 
     cache = Scenario(nodes=[node("n1")], pods=[pod("p")]).cache()
     client = RecordingClusterClient()
@@ -125,16 +126,18 @@ def test_priority_class_orders_jobs_then_creation_time():
     scenario = Scenario(
         nodes=[node("n1", cpu="2")],
         priority_classes={"high": 1000},
-        pods=[pod("old", created=0), pod("newer", created=5), pod("vip", created=9)],
+        pods=[
+            pod("old", created=0),
+            pod("newer", created=5),
+            pod("vip", created=9, priority_class="high"),
+        ],
     )
-    scenario.pods[2]["spec"]["priorityClassName"] = "high"
     _, client = scenario.run()
     assert sorted(binds(client)) == ["ns/old", "ns/vip"]
 
 
 def test_pipelined_when_only_releasing_resources_fit():
-    terminating = pod("old", "2", node_name="n1")
-    terminating["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    terminating = pod("old", "2", node_name="n1", deletion="2024-01-01T00:00:00Z")
     scenario = Scenario(nodes=[node("n1", cpu="2")], pods=[terminating, pod("new", "2")])
     report, client = scenario.run()
     assert binds(client) == {}
@@ -152,8 +155,8 @@ def test_pods_of_a_missing_podgroup_are_reported_waiting_with_the_reason():
 
 
 def test_failed_bind_is_reported_and_retried_next_cycle():
-    from scheduler.cache import RecordingClusterClient
     from scheduler.loop import run_cycle
+    from tests.fakes import RecordingClusterClient
 
     cache = Scenario(nodes=[node("n1")], pods=[pod("p")]).cache()
     client = RecordingClusterClient(fail={("bind", "ns/p")})
@@ -167,8 +170,7 @@ def test_failed_bind_is_reported_and_retried_next_cycle():
 
 
 def test_not_ready_nodes_are_skipped():
-    sick = node("a-sick")
-    sick["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    sick = node("a-sick", ready=False)
     scenario = Scenario(nodes=[sick, node("b-ok")], pods=[pod("p")])
     _, client = scenario.run()
     assert binds(client) == {"ns/p": "b-ok"}

@@ -13,6 +13,7 @@ from kubernetes import client
 
 from simcluster.api import ApiServer, Cluster, Webhook
 from simcluster.store import Store
+from tests.builders import body, namespace
 from tests.conftest import require_binary
 
 
@@ -35,7 +36,7 @@ class Sim:
 def start_sim(*, webhook: Webhook | None = None, watch_log_size: int = 20_000) -> Sim:
     store = Store(time.time, watch_log_size=watch_log_size)
     cluster = Cluster(store, time.time, webhook)
-    cluster.create_object("namespaces", {"metadata": {"name": "default"}})
+    cluster.create_object("namespaces", body(namespace("default")))
     server = ApiServer(cluster, port=0).start()
     configuration = client.Configuration(host=server.url)
     return Sim(store, cluster, server, client.ApiClient(configuration))
@@ -47,38 +48,6 @@ def sim() -> Iterator[Sim]:
     yield running
     running.api_client.close()
     running.server.stop()
-
-
-def pod(name: str, *, gates: tuple[str, ...] = (), node: str = "", **labels: str) -> dict:
-    spec: dict = {"containers": [{"name": "main", "image": "busybox"}], "schedulerName": "volcano"}
-    if gates:
-        spec["schedulingGates"] = [{"name": gate} for gate in gates]
-    if node:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": spec,
-    }
-
-
-def queue(name: str, weight: int = 1) -> dict:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"weight": weight},
-    }
-
-
-def binding(name: str, node: str) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-    }
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from tests.simcluster.api.conftest import binding, pod
+from tests.builders import binding, body, namespace, pod
 from tests.simcluster.api.helpers import http
 
 pytestmark = pytest.mark.kubectl
@@ -47,15 +47,15 @@ def rows(output: str) -> dict[str, list[str]]:
 
 
 def test_get_pods_wide_shows_status_node_and_nominated_node(sim, kubectl):
-    sim.core.create_namespaced_pod("default", pod("gated", gates=(GATE,)))
-    sim.core.create_namespaced_pod("default", pod("bound"))
+    sim.core.create_namespaced_pod("default", body(pod("gated", gates=(GATE,))))
+    sim.core.create_namespaced_pod("default", body(pod("bound")))
     http(
         sim.server.url,
         "POST",
         "/api/v1/namespaces/default/pods/bound/binding",
         binding("bound", "node-1"),
     )
-    sim.core.create_namespaced_pod("default", pod("nominated"))
+    sim.core.create_namespaced_pod("default", body(pod("nominated")))
     sim.core.patch_namespaced_pod_status(
         "nominated",
         "default",
@@ -73,7 +73,7 @@ def test_get_pods_wide_shows_status_node_and_nominated_node(sim, kubectl):
 
 
 def test_terminating_pods_show_terminating(sim, kubectl):
-    sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     sim.core.delete_namespaced_pod("web-1", "default")
     assert rows(kubectl("get", "pods").stdout)["web-1"][2] == "Terminating"
 
@@ -114,13 +114,13 @@ def test_label_namespace(sim, kubectl):
 
 
 def test_delete_pod(sim, kubectl):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     assert 'pod "web-1" deleted' in kubectl("delete", "pod", "web-1").stdout
     assert sim.store.list("pods")[0] == []
 
 
 def test_describe_pod_shows_conditions_and_events(sim, kubectl):
-    created = sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    created = sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     event = {
         "metadata": {"name": "web-1.17a"},
         "involvedObject": {
@@ -158,8 +158,8 @@ def test_delete_of_a_bound_pod_waits_for_the_simulated_kubelet(tmp_path, kubectl
     clock = WallClock(speed=60)
     store = Store(clock.now)
     cluster = Cluster(store, clock.now)
-    cluster.create_object("namespaces", {"metadata": {"name": "default"}})
-    cluster.create_object("pods", pod("web-1", node="node-1"))
+    cluster.create_object("namespaces", body(namespace("default")))
+    cluster.create_object("pods", body(pod("web-1", node_name="node-1")))
     simulation = Simulation(
         store, clock, create_pod=lambda p: cluster.create_object("pods", p), tick=0.05
     )

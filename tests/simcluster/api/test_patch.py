@@ -8,7 +8,7 @@ import pytest
 
 from simcluster.api.errors import ApiError
 from simcluster.api.patch import apply_patch, strategic_merge
-from tests.simcluster.api.conftest import pod, queue
+from tests.builders import body, namespace, pod, queue
 from tests.simcluster.api.helpers import http
 
 SMP = "application/strategic-merge-patch+json"
@@ -81,7 +81,7 @@ def test_strategic_merge_on_a_custom_resource_is_unsupported_media_type():
 
 
 def test_json_patch_removing_a_gate_over_http(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=("a", "b")))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=("a", "b"))))
     ops = [
         {"op": "test", "path": "/spec/schedulingGates/0/name", "value": "a"},
         {"op": "remove", "path": "/spec/schedulingGates/0"},
@@ -91,7 +91,7 @@ def test_json_patch_removing_a_gate_over_http(sim):
 
 
 def test_failed_json_patch_test_is_422(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=("a",)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=("a",))))
     ops = [{"op": "test", "path": "/spec/schedulingGates/0/name", "value": "zzz"}]
     code, status = http(
         sim.server.url,
@@ -104,7 +104,7 @@ def test_failed_json_patch_test_is_422(sim):
 
 
 def test_unknown_patch_type_is_415(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     code, _ = http(
         sim.server.url,
         "PATCH",
@@ -116,7 +116,7 @@ def test_unknown_patch_type_is_415(sim):
 
 
 def test_labels_and_annotations_by_strategic_merge(sim):
-    sim.core.create_namespace({"metadata": {"name": "team-a"}})
+    sim.core.create_namespace(body(namespace("team-a")))
     patch = {
         "metadata": {
             "labels": {"scheduling.volcano.sh/queue-allocation-gate": "true"},
@@ -130,7 +130,7 @@ def test_labels_and_annotations_by_strategic_merge(sim):
 
 def test_queue_merge_patch(sim):
     sim.custom.create_cluster_custom_object(
-        "scheduling.volcano.sh", "v1beta1", "queues", queue("q1", 1)
+        "scheduling.volcano.sh", "v1beta1", "queues", body(queue("q1", weight=1))
     )
     sim.custom.patch_cluster_custom_object(
         "scheduling.volcano.sh",

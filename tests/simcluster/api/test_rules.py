@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.simcluster.api.conftest import binding, pod
+from tests.builders import binding, body, namespace, pod
 from tests.simcluster.api.helpers import http
 
 GATE = "scheduling.volcano.sh/queue-allocation-gate"
@@ -25,7 +25,7 @@ def condition(pod_object, condition_type: str):
 
 
 def test_stale_resource_version_on_update_is_a_conflict(sim):
-    first = sim.core.create_namespaced_pod("default", pod("web-1"))
+    first = sim.core.create_namespaced_pod("default", body(pod("web-1")))
     sim.core.patch_namespaced_pod(
         "web-1", "default", {"metadata": {"labels": {"a": "1"}}}, _content_type=SMP
     )
@@ -36,7 +36,7 @@ def test_stale_resource_version_on_update_is_a_conflict(sim):
 
 
 def test_stale_resource_version_on_patch_is_a_conflict(sim):
-    first = sim.core.create_namespaced_pod("default", pod("web-1"))
+    first = sim.core.create_namespaced_pod("default", body(pod("web-1")))
     sim.core.patch_namespaced_pod(
         "web-1", "default", {"metadata": {"labels": {"a": "1"}}}, _content_type=SMP
     )
@@ -54,14 +54,14 @@ def test_stale_resource_version_on_patch_is_a_conflict(sim):
 
 
 def test_gated_pod_gets_scheduling_gated_condition_and_pending_phase(sim):
-    created = sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    created = sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     assert created.status.phase == "Pending"
     scheduled = condition(created, "PodScheduled")
     assert (scheduled.status, scheduled.reason) == ("False", "SchedulingGated")
 
 
 def test_adding_a_scheduling_gate_is_invalid(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     patch = {"spec": {"schedulingGates": [{"name": GATE}, {"name": "example.com/other"}]}}
     code, status = error_of(
         sim.core.patch_namespaced_pod, "web-1", "default", patch, _content_type=SMP
@@ -72,21 +72,21 @@ def test_adding_a_scheduling_gate_is_invalid(sim):
 
 
 def test_adding_a_gate_to_an_ungated_pod_is_invalid(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     patch = [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]}]
     code, status = error_of(sim.core.patch_namespaced_pod, "web-1", "default", patch)
     assert code == 422 and "only deletion is allowed" in status["message"]
 
 
 def test_removing_a_scheduling_gate_is_allowed(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     patch = {"spec": {"schedulingGates": [{"$patch": "delete", "name": GATE}]}}
     patched = sim.core.patch_namespaced_pod("web-1", "default", patch, _content_type=SMP)
     assert not patched.spec.scheduling_gates
 
 
 def test_binding_a_gated_pod_is_a_conflict(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     code, status = http(
         sim.server.url,
         "POST",
@@ -99,7 +99,7 @@ def test_binding_a_gated_pod_is_a_conflict(sim):
 
 
 def test_binding_sets_node_name_and_pod_scheduled(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     code, status = http(
         sim.server.url,
         "POST",
@@ -113,7 +113,7 @@ def test_binding_sets_node_name_and_pod_scheduled(sim):
 
 
 def test_binding_through_the_client(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     sim.core.create_namespaced_pod_binding(
         "web-1", "default", binding("web-1", "node-1"), _preload_content=False
     )
@@ -121,7 +121,7 @@ def test_binding_through_the_client(sim):
 
 
 def test_binding_a_bound_pod_is_a_conflict(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     code, status = http(
         sim.server.url,
         "POST",
@@ -133,7 +133,9 @@ def test_binding_a_bound_pod_is_a_conflict(sim):
 
 def test_pod_with_node_name_and_gates_is_rejected(sim):
     code, status = error_of(
-        sim.core.create_namespaced_pod, "default", pod("web-1", gates=(GATE,), node="node-1")
+        sim.core.create_namespaced_pod,
+        "default",
+        body(pod("web-1", gates=(GATE,), node_name="node-1")),
     )
     assert code == 422
     assert (
@@ -143,7 +145,7 @@ def test_pod_with_node_name_and_gates_is_rejected(sim):
 
 
 def test_node_name_cannot_be_changed_by_a_patch(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     code, status = error_of(
         sim.core.patch_namespaced_pod,
         "web-1",
@@ -155,13 +157,13 @@ def test_node_name_cannot_be_changed_by_a_patch(sim):
 
 
 def test_objects_need_an_existing_namespace(sim):
-    code, status = error_of(sim.core.create_namespaced_pod, "nowhere", pod("web-1"))
+    code, status = error_of(sim.core.create_namespaced_pod, "nowhere", body(pod("web-1")))
     assert code == 404 and status["message"] == 'namespaces "nowhere" not found'
 
 
 @pytest.mark.parametrize("name", ["Web_1", "-web", "a" * 254])
 def test_pod_names_must_be_dns_1123_subdomains(sim, name):
-    code, status = error_of(sim.core.create_namespaced_pod, "default", pod(name))
+    code, status = error_of(sim.core.create_namespaced_pod, "default", body(pod(name)))
     assert code == 422 and status["reason"] == "Invalid"
     assert status["details"]["causes"][0]["field"] == "metadata.name"
 
@@ -194,7 +196,7 @@ def test_namespace_names_must_be_dns_1123_labels(sim):
     ],
 )
 def test_malformed_requests_are_bad_requests(sim, method, path, raw, content_type):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     code, status = http(sim.server.url, method, path, raw=raw, content_type=content_type)
     assert code == 400 and status["kind"] == "Status" and status["reason"] == "BadRequest"
 
@@ -221,7 +223,7 @@ def test_a_handler_crash_is_a_500_status_and_the_server_keeps_serving(sim, monke
 
 
 def test_status_subresource_changes_only_status(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", labels={"app": "web"})))
     patch = {"status": {"nominatedNodeName": "node-2"}, "metadata": {"labels": {"ignored": "yes"}}}
     patched = sim.core.patch_namespaced_pod_status("web-1", "default", patch, _content_type=SMP)
     assert patched.status.nominated_node_name == "node-2"
@@ -229,7 +231,7 @@ def test_status_subresource_changes_only_status(sim):
 
 
 def test_main_resource_update_does_not_change_status(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     patched = sim.core.patch_namespaced_pod(
         "web-1", "default", {"status": {"phase": "Running"}}, _content_type=SMP
     )
@@ -237,7 +239,7 @@ def test_main_resource_update_does_not_change_status(sim):
 
 
 def test_status_conditions_merge_by_type(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     unschedulable = {
         "type": "PodScheduled",
         "status": "False",
@@ -254,13 +256,13 @@ def test_status_conditions_merge_by_type(sim):
 
 
 def test_deleting_an_unbound_pod_removes_it_at_once(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     sim.core.delete_namespaced_pod("web-1", "default")
     assert sim.store.list("pods")[0] == []
 
 
 def test_deleting_a_bound_pod_sets_a_deletion_timestamp(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     sim.core.delete_namespaced_pod("web-1", "default", grace_period_seconds=20)
     pending = sim.core.read_namespaced_pod("web-1", "default")
     assert pending.metadata.deletion_timestamp is not None
@@ -268,13 +270,13 @@ def test_deleting_a_bound_pod_sets_a_deletion_timestamp(sim):
 
 
 def test_deleting_a_bound_pod_with_zero_grace_removes_it(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     sim.core.delete_namespaced_pod("web-1", "default", grace_period_seconds=0)
     assert sim.store.list("pods")[0] == []
 
 
 def test_eviction_marks_a_bound_pod_for_deletion(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     eviction = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
@@ -287,7 +289,7 @@ def test_eviction_marks_a_bound_pod_for_deletion(sim):
 
 
 def test_binding_a_pod_being_deleted_is_a_conflict(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     sim.core.delete_namespaced_pod("web-1", "default")
     code, status = http(
         sim.server.url,
@@ -310,12 +312,12 @@ def test_a_protobuf_body_is_unsupported_media_type_not_a_crash(sim):
 
 
 def test_the_bindings_collection_binds_like_the_subresource(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=(GATE,)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=(GATE,))))
     code, status = error_of(
         sim.core.create_namespaced_binding, "default", binding("web-1", "node-1")
     )
     assert code == 409 and "non-empty .spec.schedulingGates" in status["message"]
-    sim.core.create_namespaced_pod("default", pod("web-2"))
+    sim.core.create_namespaced_pod("default", body(pod("web-2")))
     sim.core.create_namespaced_binding(
         "default", binding("web-2", "node-1"), _preload_content=False
     )
@@ -325,7 +327,7 @@ def test_the_bindings_collection_binds_like_the_subresource(sim):
 def test_concurrent_patches_without_a_version_all_apply(sim):
     from concurrent.futures import ThreadPoolExecutor
 
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
 
     def label(index: int) -> None:
         patch = {"metadata": {"labels": {f"l{index}": "x"}}}
@@ -350,10 +352,10 @@ def test_invalid_labels_are_rejected_on_create_and_patch(sim, labels):
     code, _ = error_of(
         sim.core.create_namespaced_pod,
         "default",
-        pod("web-1") | {"metadata": {"name": "web-1", "labels": labels}},
+        body(pod("web-1")) | {"metadata": {"name": "web-1", "labels": labels}},
     )
     assert code == 422
-    sim.core.create_namespace({"metadata": {"name": "team-a"}})
+    sim.core.create_namespace(body(namespace("team-a")))
     code, _ = error_of(
         sim.core.patch_namespace, "team-a", {"metadata": {"labels": labels}}, _content_type=SMP
     )
@@ -368,5 +370,7 @@ def test_invalid_labels_are_rejected_on_create_and_patch(sim, labels):
     ],
 )
 def test_gate_names_must_be_unique_qualified_names(sim, gates, field):
-    code, status = error_of(sim.core.create_namespaced_pod, "default", pod("web-1", gates=gates))
+    code, status = error_of(
+        sim.core.create_namespaced_pod, "default", body(pod("web-1", gates=gates))
+    )
     assert code == 422 and status["details"]["causes"][0]["field"] == field

@@ -13,7 +13,8 @@ from kubernetes import watch
 from simcluster.api import ApiServer, Cluster
 from simcluster.api.app import SimClusterOptions, build, save_state, scenario_pod_creator
 from simcluster.store import AlreadyExists, Store
-from tests.simcluster.api.conftest import pod, start_sim
+from tests.builders import body, namespace, pod
+from tests.simcluster.api.conftest import start_sim
 from tests.simcluster.api.helpers import http
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -60,7 +61,7 @@ def test_stop_ends_open_watches_and_joins_every_thread():
 
 
 def test_pods_as_a_table_with_partial_metadata_rows(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1", gates=("g",)))
+    sim.core.create_namespaced_pod("default", body(pod("web-1", gates=("g",))))
     code, table = http(sim.server.url, "GET", "/api/v1/pods", accept=TABLE)
     assert code == 200 and table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
     names = [c["name"] for c in table["columnDefinitions"]]
@@ -75,7 +76,7 @@ def test_pods_as_a_table_with_partial_metadata_rows(sim):
 
 
 def test_table_rows_carry_the_full_object_when_asked(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     _, table = http(sim.server.url, "GET", "/api/v1/pods?includeObject=Object", accept=TABLE)
     assert table["rows"][0]["object"]["spec"]["containers"][0]["name"] == "main"
 
@@ -88,7 +89,7 @@ def test_unknown_paths_are_404_statuses(sim):
 def test_state_is_saved_and_restored(tmp_path):
     sim = start_sim()
     try:
-        sim.core.create_namespaced_pod("default", pod("web-1"))
+        sim.core.create_namespaced_pod("default", body(pod("web-1")))
         state = tmp_path / "state.json"
         save_state(sim.store, str(state))
     finally:
@@ -102,9 +103,9 @@ def test_state_is_saved_and_restored(tmp_path):
 def test_scenario_pods_pass_the_rules_and_duplicates_are_store_errors():
     store = Store(time.time)
     cluster = Cluster(store, time.time)
-    cluster.create_object("namespaces", {"metadata": {"name": "default"}})
+    cluster.create_object("namespaces", body(namespace("default")))
     create = scenario_pod_creator(cluster)
-    created = create(pod("web-1", gates=("g",)))
+    created = create(body(pod("web-1", gates=("g",))))
     assert created["status"]["conditions"][0]["reason"] == "SchedulingGated"
     with pytest.raises(AlreadyExists):
-        create(pod("web-1"))
+        create(body(pod("web-1")))

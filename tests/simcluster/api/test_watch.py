@@ -6,7 +6,8 @@ import pytest
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.simcluster.api.conftest import binding, pod, start_sim
+from tests.builders import binding, body, namespace, pod, queue
+from tests.simcluster.api.conftest import start_sim
 from tests.simcluster.api.helpers import http
 
 SMP = "application/strategic-merge-patch+json"
@@ -25,8 +26,8 @@ def collect(stream_source, count: int, **kwargs) -> list[tuple[str, str, str]]:
 
 def test_watch_delivers_events_in_order_from_a_resource_version(sim):
     start = sim.core.list_namespaced_pod("default").metadata.resource_version
-    sim.core.create_namespaced_pod("default", pod("a"))
-    sim.core.create_namespaced_pod("default", pod("b"))
+    sim.core.create_namespaced_pod("default", body(pod("a")))
+    sim.core.create_namespaced_pod("default", body(pod("b")))
     sim.core.patch_namespaced_pod(
         "a", "default", {"metadata": {"labels": {"x": "1"}}}, _content_type=SMP
     )
@@ -44,9 +45,9 @@ def test_watch_delivers_events_in_order_from_a_resource_version(sim):
 
 def test_watch_resumes_after_the_last_seen_version(sim):
     start = sim.core.list_namespaced_pod("default").metadata.resource_version
-    sim.core.create_namespaced_pod("default", pod("a"))
+    sim.core.create_namespaced_pod("default", body(pod("a")))
     first = collect(sim.core.list_namespaced_pod, 1, namespace="default", resource_version=start)
-    sim.core.create_namespaced_pod("default", pod("b"))
+    sim.core.create_namespaced_pod("default", body(pod("b")))
     resumed = collect(
         sim.core.list_namespaced_pod, 1, namespace="default", resource_version=first[0][2]
     )
@@ -54,7 +55,7 @@ def test_watch_resumes_after_the_last_seen_version(sim):
 
 
 def test_watch_without_a_version_starts_with_the_current_objects(sim):
-    sim.core.create_namespaced_pod("default", pod("a"))
+    sim.core.create_namespaced_pod("default", body(pod("a")))
     events = collect(sim.core.list_pod_for_all_namespaces, 1)
     assert events[0][:2] == ("ADDED", "a")
 
@@ -63,7 +64,9 @@ def test_watch_sees_objects_created_while_it_waits(sim):
     import threading
 
     start = sim.core.list_namespaced_pod("default").metadata.resource_version
-    timer = threading.Timer(0.3, lambda: sim.core.create_namespaced_pod("default", pod("late")))
+    timer = threading.Timer(
+        0.3, lambda: sim.core.create_namespaced_pod("default", body(pod("late")))
+    )
     timer.start()
     events = collect(sim.core.list_namespaced_pod, 1, namespace="default", resource_version=start)
     timer.join()
@@ -71,11 +74,11 @@ def test_watch_sees_objects_created_while_it_waits(sim):
 
 
 def test_watch_filters_by_selector_and_namespace(sim):
-    sim.core.create_namespace({"metadata": {"name": "other"}})
+    sim.core.create_namespace(body(namespace("other")))
     start = sim.core.list_namespace().metadata.resource_version
-    sim.core.create_namespaced_pod("other", pod("elsewhere", app="web"))
-    sim.core.create_namespaced_pod("default", pod("skip", app="db"))
-    sim.core.create_namespaced_pod("default", pod("keep", app="web"))
+    sim.core.create_namespaced_pod("other", body(pod("elsewhere", labels={"app": "web"})))
+    sim.core.create_namespaced_pod("default", body(pod("skip", labels={"app": "db"})))
+    sim.core.create_namespaced_pod("default", body(pod("keep", labels={"app": "web"})))
     events = collect(
         sim.core.list_namespaced_pod,
         1,
@@ -90,7 +93,7 @@ def test_watch_from_a_too_old_version_is_410_gone():
     sim = start_sim(watch_log_size=3)
     try:
         for name in "abcde":
-            sim.core.create_namespaced_pod("default", pod(name))
+            sim.core.create_namespaced_pod("default", body(pod(name)))
         watcher = watch.Watch()
         with pytest.raises(ApiException) as caught:
             for _ in watcher.stream(
@@ -107,7 +110,7 @@ def test_watch_error_event_carries_a_410_status():
     sim = start_sim(watch_log_size=3)
     try:
         for name in "abcde":
-            sim.core.create_namespaced_pod("default", pod(name))
+            sim.core.create_namespaced_pod("default", body(pod(name)))
         response = sim.core.list_namespaced_pod(
             "default", watch=True, resource_version="1", _preload_content=False
         )
@@ -123,7 +126,7 @@ def test_watch_error_event_carries_a_410_status():
 
 
 def test_exact_list_at_an_old_version_is_410(sim):
-    sim.core.create_namespaced_pod("default", pod("a"))
+    sim.core.create_namespaced_pod("default", body(pod("a")))
     code, status = http(
         sim.server.url, "GET", "/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact"
     )
@@ -134,13 +137,9 @@ def test_custom_resource_watch(sim):
     start = sim.custom.list_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues")[
         "metadata"
     ]["resourceVersion"]
-    queue = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": "q1"},
-        "spec": {},
-    }
-    sim.custom.create_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", queue)
+    sim.custom.create_cluster_custom_object(
+        "scheduling.volcano.sh", "v1beta1", "queues", body(queue("q1"))
+    )
     watcher = watch.Watch()
     for event in watcher.stream(
         sim.custom.list_cluster_custom_object,
@@ -155,7 +154,7 @@ def test_custom_resource_watch(sim):
 
 
 def test_an_object_leaving_a_field_selector_is_deleted_for_that_watcher(sim):
-    sim.core.create_namespaced_pod("default", pod("web-1"))
+    sim.core.create_namespaced_pod("default", body(pod("web-1")))
     start = sim.core.list_namespaced_pod("default").metadata.resource_version
     http(
         sim.server.url,

@@ -14,7 +14,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from simcluster.api import Webhook
-from tests.simcluster.api.conftest import Sim, pod, start_sim
+from tests.builders import body, pod
+from tests.simcluster.api.conftest import Sim, start_sim
 
 GATE = "scheduling.volcano.sh/queue-allocation-gate"
 Reply = Callable[[dict], dict]
@@ -79,7 +80,7 @@ def test_pod_create_sends_an_admission_review_and_applies_its_json_patch(webhook
     replies.append(add_gate)
     sim = running(Webhook(url))
     try:
-        created = sim.core.create_namespaced_pod("default", pod("web-1"))
+        created = sim.core.create_namespaced_pod("default", body(pod("web-1")))
     finally:
         sim.server.stop()
     request = reviews[0]["request"]
@@ -105,7 +106,7 @@ def test_a_denial_rejects_the_pod_with_the_webhooks_message(webhook_server):
     sim = running(Webhook(url))
     try:
         with pytest.raises(ApiException) as caught:
-            sim.core.create_namespaced_pod("default", pod("web-1"))
+            sim.core.create_namespaced_pod("default", body(pod("web-1")))
         assert sim.store.list("pods")[0] == []
     finally:
         sim.server.stop()
@@ -121,7 +122,7 @@ def test_gates_added_by_the_webhook_to_a_bound_pod_are_rejected(webhook_server):
     sim = running(Webhook(url))
     try:
         with pytest.raises(ApiException) as caught:
-            sim.core.create_namespaced_pod("default", pod("web-1", node="node-1"))
+            sim.core.create_namespaced_pod("default", body(pod("web-1", node_name="node-1")))
     finally:
         sim.server.stop()
     assert caught.value.status == 422
@@ -134,10 +135,10 @@ def test_an_unreachable_webhook_follows_the_failure_policy(free_port, policy, cr
     )
     try:
         if created:
-            sim.core.create_namespaced_pod("default", pod("web-1"))
+            sim.core.create_namespaced_pod("default", body(pod("web-1")))
         else:
             with pytest.raises(ApiException) as caught:
-                sim.core.create_namespaced_pod("default", pod("web-1"))
+                sim.core.create_namespaced_pod("default", body(pod("web-1")))
             assert caught.value.status == 500
             assert "failed calling webhook" in json.loads(caught.value.body)["message"]
         assert len(sim.store.list("pods")[0]) == int(created)
@@ -152,7 +153,7 @@ def test_a_slow_webhook_times_out(webhook_server):
     try:
         started = time.monotonic()
         with pytest.raises(ApiException) as caught:
-            sim.core.create_namespaced_pod("default", pod("web-1"))
+            sim.core.create_namespaced_pod("default", body(pod("web-1")))
         assert time.monotonic() - started < 1.4
     finally:
         sim.server.stop()
@@ -165,7 +166,7 @@ def test_a_response_for_another_request_uid_is_refused(webhook_server):
     sim = running(Webhook(url))
     try:
         with pytest.raises(ApiException) as caught:
-            sim.core.create_namespaced_pod("default", pod("web-1"))
+            sim.core.create_namespaced_pod("default", body(pod("web-1")))
     finally:
         sim.server.stop()
     assert caught.value.status == 500
@@ -176,7 +177,7 @@ def test_in_process_create_goes_through_admission(webhook_server):
     replies.append(add_gate)
     sim = running(Webhook(url))
     try:
-        created = sim.cluster.create_object("pods", pod("web-1"), "default")
+        created = sim.cluster.create_object("pods", body(pod("web-1")), "default")
     finally:
         sim.server.stop()
     assert created["spec"]["schedulingGates"] == [{"name": GATE}]

@@ -1,11 +1,15 @@
-"""Hand-built pods and nodes for the simulation tests, in the states the autoscalers read."""
+"""Hand-built pods and nodes for the simulation tests, in the states the autoscalers read.
+
+They are written straight into the store (as the cluster's own controllers would find them), so
+the store stamps their uid and creation time on its clock.
+"""
 
 from __future__ import annotations
 
 from scheduler.clock import VirtualClock
 from simcluster.autoscaler import ScalingGroup
-from simcluster.scenario_objects import make_node, make_pod
 from simcluster.store import Store
+from tests import builders
 
 START = 1_700_000_000.0
 
@@ -14,13 +18,14 @@ def cluster() -> tuple[Store, VirtualClock]:
     clock = VirtualClock(START)
     store = Store(clock.now)
     for ns in ("default", "team"):
-        store.create("namespaces", {"metadata": {"name": ns}})
+        store.create("namespaces", builders.namespace(ns, uid=None, created=None))
     return store, clock
 
 
 def node(store: Store, name: str, cpu: str = "4", memory: str = "16Gi", **labels: str) -> dict:
+    labels = {**labels, "kubernetes.io/hostname": name}
     return store.create(
-        "nodes", make_node(name, {"cpu": cpu, "memory": memory, "pods": "110"}, labels)
+        "nodes", builders.node(name, cpu, memory, labels=labels, uid=None, created=None)
     )
 
 
@@ -46,6 +51,12 @@ def group(
     )
 
 
+def queue(store: Store, name: str, cpu: str) -> dict:
+    return store.create(
+        "queues", builders.queue(name, capability={"cpu": cpu}, uid=None, created=None)
+    )
+
+
 def pod(
     store: Store,
     name: str,
@@ -62,44 +73,32 @@ def pod(
     namespace: str = "team",
 ) -> dict:
     """``state``: unschedulable | gated | pending (no condition) | deleting | bound | running."""
-    notes = dict(annotations or {})
-    if queue:
-        notes["scheduling.volcano.sh/queue-name"] = queue
-    extra = {"nodeSelector": node_selector} if node_selector else {}
-    obj = make_pod(
-        name,
-        namespace,
-        requests={"cpu": cpu, "memory": memory},
-        annotations=notes,
-        extra_spec=extra,
-    )
-    if owner:
-        obj["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "v1" if owner == "Node" else "apps/v1",
-                "kind": owner,
-                "name": "o",
-                "uid": "owner-uid",
-                "controller": True,
-            }
-        ]
-    status: dict = {"phase": "Pending"}
     reason = {
         "unschedulable": "Unschedulable",
         "deleting": "Unschedulable",
         "gated": "SchedulingGated",
     }.get(state)
-    if reason:
-        status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": reason}]
-    if state == "gated":
-        obj["spec"]["schedulingGates"] = [{"name": "scheduling.volcano.sh/queue-allocation-gate"}]
+    conditions = [{"type": "PodScheduled", "status": "False", "reason": reason}] if reason else None
     if node_name:
-        obj["spec"]["nodeName"] = node_name
-        status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
-        status["phase"] = "Running" if state == "running" else "Pending"
-    if nominated:
-        status["nominatedNodeName"] = nominated
-    obj["status"] = status
+        conditions = [{"type": "PodScheduled", "status": "True"}]
+    obj = builders.pod(
+        name,
+        cpu,
+        memory,
+        namespace=namespace,
+        image="registry.k8s.io/pause:3.10",
+        queue=queue,
+        gates=[builders.GATE] if state == "gated" else [],
+        node_name=node_name,
+        phase="Running" if node_name and state == "running" else "Pending",
+        conditions=conditions,
+        nominated=nominated,
+        selector=node_selector,
+        annotations=annotations,
+        owner=owner,
+        uid=None,
+        created=None,
+    )
     created = store.create("pods", obj)
     if state == "deleting":
         created = store.mutate("pods", namespace, name, _deleting)

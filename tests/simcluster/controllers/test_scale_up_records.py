@@ -8,11 +8,8 @@ import pytest
 
 from scheduler.api.labels import SCALE_UP_ANNOTATION
 from simcluster.autoscaler import ClusterAutoscaler, Karpenter
-from tests.simcluster.controllers.helpers import START, cluster, group, node, pod, run
-
-
-def queue(store, name: str, cpu: str) -> None:
-    store.create("queues", {"metadata": {"name": name}, "spec": {"capability": {"cpu": cpu}}})
+from tests.builders import podgroup
+from tests.simcluster.controllers.helpers import START, cluster, group, node, pod, queue, run
 
 
 def bind(store, name: str, node_name: str) -> None:
@@ -48,11 +45,7 @@ def test_queue_comes_from_the_podgroup_before_the_annotation():
     store, clock = cluster()
     queue(store, "tight", cpu="1")
     store.create(
-        "podgroups",
-        {
-            "metadata": {"name": "gang", "namespace": "team"},
-            "spec": {"queue": "tight", "minMember": 1},
-        },
+        "podgroups", podgroup("gang", namespace="team", queue="tight", uid=None, created=None)
     )
     pod(
         store,
@@ -119,7 +112,7 @@ def test_wasted_time_stops_when_the_node_is_scaled_down():
 
 def test_a_queue_with_a_malformed_capability_counts_as_unlimited():
     store, clock = cluster()
-    store.create("queues", {"metadata": {"name": "odd"}, "spec": {"capability": {"cpu": "x"}}})
+    queue(store, "odd", cpu="x")
     pod(store, "p", cpu="2", queue="odd")
     scaler = ClusterAutoscaler(store, [group()])
     scaler.tick(START)

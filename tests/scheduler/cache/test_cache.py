@@ -1,0 +1,130 @@
+"""SchedulerCache: handlers, snapshots, bind and evict."""
+
+import threading
+
+from scheduler.api.status import Code, Status
+from scheduler.api.task_info import TaskStatus
+from scheduler.cache import SchedulerCache
+from scheduler.config import default_config
+from scheduler.loop import run_cycle
+from tests.builders import node, pod, podgroup, queue
+from tests.fakes import RecordingClusterClient
+from tests.scheduler.uthelper import binds
+
+
+def test_handlers_add_update_delete():
+    cache = SchedulerCache()
+    cache.add_node(node("n1"))
+    cache.add_queue(queue("q"))
+    cache.add_podgroup(podgroup("g", 2, queue="q"))
+    cache.add_pod(pod("a", group="g"))
+    cache.add_pod(pod("b", group="g"))
+    snap = cache.snapshot()
+    assert snap.jobs["ns/g"].queue == "q" and len(snap.jobs["ns/g"].tasks) == 2
+    cache.update_pod(pod("a", group="g", node_name="n1"))
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 3000
+    cache.delete_pod(pod("a", group="g", node_name="n1"))
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 4000
+    cache.update_node(node("n1", cpu="8"))
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 8000
+    cache.delete_node(node("n1"))
+    cache.delete_queue(queue("q"))
+    snap = cache.snapshot()
+    assert snap.nodes == {} and "ns/g" not in snap.jobs
+    assert snap.skipped["ns/g"] == Status(Code.QUEUE_INVALID, "cache", "queue q does not exist")
+
+
+def test_pod_queue_from_podgroup_then_annotation_then_default():
+    cache = SchedulerCache()
+    cache.add_queue(queue("from-pg"))
+    cache.add_queue(queue("from-annotation"))
+    cache.add_podgroup(podgroup("g", queue="from-pg"))
+    cache.add_pod(pod("a", group="g", queue="from-annotation"))
+    cache.add_pod(pod("b", queue="from-annotation"))
+    cache.add_pod(pod("c"))
+    queues = {j.name: j.queue for j in cache.snapshot().jobs.values()}
+    assert queues == {"g": "from-pg", "b": "from-annotation", "c": "default"}
+
+
+def test_pod_in_group_without_podgroup_is_skipped_with_a_reason():
+    cache = SchedulerCache()
+    cache.add_pod(pod("a", group="missing"))
+    snap = cache.snapshot()
+    assert snap.jobs == {}
+    assert snap.skipped["ns/missing"].code is Code.INVALID_OBJECT
+    assert snap.skipped["ns/missing"].message == "podgroup ns/missing does not exist"
+
+
+def test_snapshot_clones_tasks_but_shares_pods():
+    cache = SchedulerCache()
+    original = pod("a")
+    cache.add_pod(original)
+    snap = cache.snapshot()
+    task = next(iter(snap.jobs.values())).tasks["uid-ns-a"]
+    task.status = TaskStatus.ALLOCATED
+    again = next(iter(cache.snapshot().jobs.values())).tasks["uid-ns-a"]
+    assert again.status == TaskStatus.PENDING
+    assert task.pod is original and again.pod is original
+
+
+def test_bind_marks_task_binding_in_the_cache():
+    cache = SchedulerCache()
+    cache.add_node(node("n1"))
+    cache.add_pod(pod("a"))
+    task = next(iter(cache.snapshot().jobs.values())).tasks["uid-ns-a"]
+    client = RecordingClusterClient()
+    cache.bind(task, "n1", client)
+    snap = cache.snapshot()
+    assert next(iter(snap.jobs.values())).tasks["uid-ns-a"].status == TaskStatus.BINDING
+    assert snap.nodes["n1"].idle.get("cpu") == 3000
+    assert client.calls == [("bind", "ns/a", "n1")]
+
+
+def test_evict_marks_task_releasing():
+    cache = SchedulerCache()
+    cache.add_node(node("n1"))
+    cache.add_pod(pod("a", node_name="n1"))
+    task = next(iter(cache.snapshot().jobs.values())).tasks["uid-ns-a"]
+    client = RecordingClusterClient()
+    cache.evict(task, "preempted", client)
+    snap = cache.snapshot()
+    assert snap.nodes["n1"].releasing.get("cpu") == 1000
+    assert client.calls == [("evict", "ns/a", "preempted")]
+
+
+def test_handlers_are_thread_safe():
+    cache = SchedulerCache()
+    cache.add_node(node("n1", cpu="1000", pods="5000"))
+
+    def worker(k: int) -> None:
+        for i in range(200):
+            cache.add_pod(pod(f"p{k}-{i}", "1", node_name="n1"))
+            cache.snapshot() if i % 50 == 0 else None
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 1000_000 - 800_000
+
+
+def test_recording_client_satisfies_the_protocol():
+    from scheduler.cache import ClusterClient
+
+    assert isinstance(RecordingClusterClient(), ClusterClient)
+
+
+def test_no_pod_is_bound_into_room_an_overcommitted_node_does_not_have():
+    cache = SchedulerCache()
+    cache.add_node(node("n1", cpu="4"))
+    # Pods of another scheduler overcommit the node (3 + 3 CPU on 4); one of them leaves.
+    a, b = (pod(n, "3", node_name="n1", scheduler="default-scheduler") for n in ("a", "b"))
+    cache.add_pod(a)
+    cache.add_pod(b)
+    cache.delete_pod(a)
+    cache.add_pod(pod("wants-2", "2"))
+    cache.add_pod(pod("wants-1", "1"))
+    client = RecordingClusterClient()
+    run_cycle(cache, default_config(), client, now=0.0)
+    assert binds(client) == {"ns/wants-1": "n1"}
