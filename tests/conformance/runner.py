@@ -35,6 +35,11 @@ Case format (every key but ``name`` optional)::
                                         # (CycleReport.queues): each resource listed is
                                         # compared in engine units, one the report lacks
                                         # counting as 0; resources not listed are not checked
+    next:                               # a further cycle on the same cache, for a Go test that
+      pods: [...]                       # runs several sessions: its objects (queues, nodes,
+      podgroups: [...]                  # podgroups, pods) join the cache the first cycle left
+      actions: [enqueue, allocate]      # (binds as Binding tasks), its actions run with the
+      expect: {binds: ...}              # case's tiers, and its expect is checked as the case's
     skip: why Sluice does not run it    # a feature Sluice does not have (listed in the README)
     difference: the README's "Differences from Volcano" row that explains …
     sluice: {binds: …}                  # … and what Sluice decides instead (checked)
@@ -116,6 +121,7 @@ class Outcome:
     phases: dict[str, str]
     errors: list[str] = field(default_factory=list)
     queues: dict[str, QueueReport] = field(default_factory=dict)
+    next: Outcome | None = None  # the case's next cycle, on the same cache
 
 
 def run(case: Case) -> Outcome:
@@ -124,6 +130,21 @@ def run(case: Case) -> Outcome:
     classes = {pc["name"]: int(pc["value"]) for pc in raw.get("priorityClasses") or []}
     cache = SchedulerCache("volcano", priority_classes=classes)
     predicates = any(p.name == "predicates" for tier in config.tiers for p in tier)
+    podgroups = fill(cache, raw, predicates=predicates)
+    outcome = cycle(cache, config, podgroups)
+    if raw.get("next"):
+        step = raw["next"]
+        config = registry.load(
+            yaml.safe_dump(configuration({**raw, "actions": step.get("actions")})),
+            source=f"{case.file}: {case.name} (next cycle)",
+        )
+        podgroups += fill(cache, step, predicates=predicates)
+        outcome.next = cycle(cache, config, podgroups)
+    return outcome
+
+
+def fill(cache: SchedulerCache, raw: dict, *, predicates: bool) -> list[dict]:
+    """Add the objects ``raw`` lists to ``cache``; the podgroups added."""
     for q in raw.get("queues") or []:
         cache.add_queue(queue(q))
     for n in raw.get("nodes") or []:
@@ -133,6 +154,10 @@ def run(case: Case) -> Outcome:
         cache.add_podgroup(pg)
     for p in raw.get("pods") or []:
         cache.add_pod(pod(p))
+    return podgroups
+
+
+def cycle(cache: SchedulerCache, config: SchedulerConfig, podgroups: list[dict]) -> Outcome:
     client = RecordingClusterClient()
     report = run_cycle(cache, config, client, now=0.0, act=True)
     phases = {key(pg): (pg.get("status") or {}).get("phase", "") for pg in podgroups}
@@ -150,7 +175,14 @@ def run(case: Case) -> Outcome:
 
 def check(case: Case, outcome: Outcome) -> list[str]:
     """Every way the outcome differs from what the case expects, in words."""
-    expect = case.expected()
+    problems = compare(case.expected(), outcome)
+    if outcome.next is not None:
+        expect = case.raw["next"].get("expect") or {}
+        problems += [f"next cycle: {p}" for p in compare(expect, outcome.next)]
+    return problems
+
+
+def compare(expect: dict, outcome: Outcome) -> list[str]:
     problems = []
     if "binds" in expect and outcome.binds != (expect["binds"] or {}):
         problems.append(f"binds: want {expect['binds']}, got {outcome.binds}")
