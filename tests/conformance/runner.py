@@ -44,6 +44,10 @@ Case format (every key but ``name`` optional)::
     difference: the README's "Differences from Volcano" row that explains …
     sluice: {binds: …}                  # … and what Sluice decides instead (checked)
 
+Volcano's test-only plugins are registered for the cases that name them in their tiers:
+``test-rejecter`` (uthelper.RejecterPlugin) rejects, in job enqueueable, the job whose PodGroup
+its ``rejectJob`` argument names (the Go literal's RejectJob) and permits any other.
+
 Conventions of Volcano's test helpers kept here: pods get uid ``<ns>-<name>``, the group-name
 annotation (also when empty), and are Volcano's (``schedulerName: volcano``); a node without a
 ``pods`` allocatable holds no pod when the predicates plugin runs (its MaxTaskNum is 0) and any
@@ -53,6 +57,8 @@ number otherwise; objects have no creation time, so ties fall to UIDs.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,12 +66,16 @@ from typing import Any
 import yaml
 
 from scheduler import registry
+from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from scheduler.api.quantity import parse_resource_list
 from scheduler.api.report import QueueReport
+from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.cache import RecordingClusterClient, SchedulerCache
 from scheduler.config import SWITCHES, SchedulerConfig
+from scheduler.framework.session import Session
 from scheduler.loop import run_cycle
+from scheduler.plugins.base import Plugin
 
 VOLCANO_COMMIT = "ed72c7c815a9fd547a787134676f73d42e9d049c"
 CASES = Path(__file__).parent / "cases"
@@ -125,6 +135,11 @@ class Outcome:
 
 
 def run(case: Case) -> Outcome:
+    with registered_test_plugins(case.raw):
+        return _run(case)
+
+
+def _run(case: Case) -> Outcome:
     raw = case.raw
     config = registry.load(yaml.safe_dump(configuration(raw)), source=f"{case.file}: {case.name}")
     classes = {pc["name"]: int(pc["value"]) for pc in raw.get("priorityClasses") or []}
@@ -171,6 +186,39 @@ def cycle(cache: SchedulerCache, config: SchedulerConfig, podgroups: list[dict])
     evicted = [c[1] for c in client.of("evict")]
     queues = {q.name: q for q in report.queues}
     return Outcome(client.binds(), evicted, pipelined, phases, report.errors, queues)
+
+
+class RejecterPlugin(Plugin):
+    """Volcano's uthelper.RejecterPlugin: rejects one job's enqueue, permits the others."""
+
+    name = "test-rejecter"
+    ARGUMENTS = {"rejectJob": ""}
+
+    def on_session_open(self, ssn: Session) -> None:
+        reject = self.arguments.get("rejectJob")
+
+        def enqueueable(job: JobInfo) -> Status:
+            if job.podgroup is not None and job.name == reject:
+                return Status(Code.ADMISSION_HELD, self.name, f"{self.name} rejects {job.name}")
+            return SUCCESS
+
+        ssn.add_job_enqueueable_fn(self, enqueueable)
+
+
+TEST_PLUGINS: dict[str, type[Plugin]] = {RejecterPlugin.name: RejecterPlugin}
+
+
+@contextmanager
+def registered_test_plugins(raw: dict) -> Iterator[None]:
+    """Register the test-only plugins ``raw``'s tiers name, for as long as the case runs."""
+    named = {p.get("name") for tier in raw.get("tiers") or [] for p in tier.get("plugins") or []}
+    added = {n: TEST_PLUGINS[n] for n in named if n in TEST_PLUGINS and n not in registry.PLUGINS}
+    registry.PLUGINS.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            registry.PLUGINS.pop(name, None)
 
 
 def check(case: Case, outcome: Outcome) -> list[str]:
