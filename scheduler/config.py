@@ -106,7 +106,8 @@ class SchedulerConfig:
     # Volcano's pipeline cache persistence design: decisions persist in the cache across
     # cycles. False restores Volcano's behaviour before it, for comparison.
     pipeline_persistence: bool = True
-    source: str = ""  # where it was read from: a file, a ConfigMap, "default"
+    # Where it was read from (a file, a ConfigMap, "default"): not part of what it says.
+    source: str = field(default="", compare=False)
 
     def action_arguments(self, action: str) -> Mapping[str, Any]:
         for option in self.configurations:
@@ -325,7 +326,10 @@ class ConfigFile:
 
 
 # Sluice's defaults: Volcano's default actions plus preempt and reclaim, and the capacity
-# plugin as the queue plugin (it carries the gate reservations).
+# plugin as the queue plugin (it carries the gate reservations) with its hierarchy on: queues
+# form a tree under root, and root is unlimited unless its capability says otherwise. Flat (as
+# Volcano's default), every queue's real capability is the cluster's current size, so a pod of
+# a full cluster waits for its queue — gated — and an autoscaler never adds the node it needs.
 DEFAULT_CONFIG_YAML = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
@@ -335,6 +339,7 @@ tiers:
 - plugins:
   - name: predicates
   - name: capacity
+    enableHierarchy: true
   - name: nodeorder
 """
 

@@ -62,7 +62,7 @@ def evict_on_nodes(
             continue
         node_stmt = Statement(ssn)
         ok = fits(node)
-        for victim in sorted(victims, key=lambda v: victim_order_key(ssn, v), reverse=True):
+        for victim in sorted(victims, key=ssn.victim_order_key(task), reverse=True):
             if ok:
                 break
             node_stmt.evict(victim, f"{why} {task.namespace}/{task.name}")
@@ -81,19 +81,6 @@ def _enough(task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
     for victim in victims:
         freed.add(victim.node_req)  # its request and its pod slot
     return task.fit_req.less_equal(freed)
-
-
-def victim_order_key(ssn: Session, task: TaskInfo) -> tuple:
-    """Volcano's BuildVictimsPriorityQueue, as a key sorted in reverse: tasks of the queue
-    last in queue order go first, then of the job last in job order, then the task last in
-    task order (the lowest priority, the newest)."""
-    job = ssn.jobs.get(task.job_id)
-    queue = ssn.queues.get(job.queue) if job is not None else None
-    return (
-        ssn.queue_order_key(queue) if queue is not None else (),
-        ssn.job_order_key(job) if job is not None else (),
-        ssn.task_order_key(task),
-    )
 
 
 def nodes_by_score(ssn: Session, task: TaskInfo) -> list[NodeInfo]:

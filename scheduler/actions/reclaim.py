@@ -58,7 +58,10 @@ def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
             continue
         refusal = ssn.preemptive(queue, task)
         if not refusal.ok:
-            ssn.wait(task, Status(refusal.code, refusal.plugin, f"cannot reclaim: {refusal}"))
+            # Why the task did not fit (allocate's reason) stays its reason: that it may not
+            # reclaim either says only that it must wait for it to change.
+            if task.uid not in ssn.waiting:
+                ssn.wait(task, Status(refusal.code, refusal.plugin, f"cannot reclaim: {refusal}"))
             continue
         nodes = [n for n in _predicate_nodes(ssn, task) if candidates(n)]
 

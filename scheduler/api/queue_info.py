@@ -30,6 +30,11 @@ class QueueInfo:
         self.deserved = Resource(
             parse_resource_list(spec.get("deserved"), obj=obj, field="spec.deserved")
         )
+        # The dimensions the spec names, zeros included: Resource drops a zero, but a
+        # capability of ``nvidia.com/gpu: 0`` forbids GPUs (an absent one does not limit), and a
+        # deserved zero is a dimension Volcano's capacity reclaim compares.
+        self.capability_declared = _declared(spec.get("capability"), positive_only=(CPU, MEMORY))
+        self.deserved_declared = _declared(spec.get("deserved"))
         guarantee = (spec.get("guarantee") or {}).get("resource")
         self.guarantee = Resource(
             parse_resource_list(guarantee, obj=obj, field="spec.guarantee.resource")
@@ -58,6 +63,12 @@ def _capability(raw: Any, obj: str) -> Resource | None:
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if not (k in (CPU, MEMORY) and _non_positive(v))}
     return Resource(parse_resource_list(raw, obj=obj, field="spec.capability"))
+
+
+def _declared(raw: Any, positive_only: tuple[str, ...] = ()) -> frozenset[str]:
+    if not isinstance(raw, dict):
+        return frozenset()
+    return frozenset(k for k in raw if not (k in positive_only and _non_positive(raw[k])))
 
 
 def _non_positive(value: Any) -> bool:

@@ -13,6 +13,7 @@ from scheduler.api.quantity import CPU, MEMORY, format_resource
 
 # Volcano treats a scalar this small as zero when comparing (minResource).
 _EPSILON = 0.1
+INFINITE = float("inf")  # an unlimited dimension (Volcano's MaxFloat64 / MaxInt64)
 
 
 class Resource:
@@ -76,12 +77,17 @@ class Resource:
         return f"Resource({self.values})"
 
     def to_dict(self) -> dict[str, float]:
-        return dict(sorted(self.values.items()))
+        """The finite dimensions (an unlimited one, ``inf``, is left out: JSON has no
+        infinity, and a report reads an absent capability as no limit)."""
+        return {k: v for k, v in sorted(self.values.items()) if v != INFINITE}
 
     def describe(self) -> str:
         if not self.values:
             return "nothing"
-        return ", ".join(format_resource(k, v) for k, v in sorted(self.values.items()))
+        return ", ".join(
+            f"unlimited {k}" if v == INFINITE else format_resource(k, v)
+            for k, v in sorted(self.values.items())
+        )
 
 
 def exceeded_part(left: Resource, right: Resource) -> Resource:
@@ -113,10 +119,20 @@ def share(allocated: Resource, deserved: Resource) -> float:
     """max over deserved's dimensions of allocated / deserved (Volcano's queue share)."""
     best = 0.0
     for k, d in deserved.values.items():
-        v = allocated.get(k)
-        ratio = (v / d) if d > 0 else (1.0 if v > 0 else 0.0)
-        best = max(best, ratio)
+        if d < _EPSILON:
+            continue  # Volcano's ResourceNames(): a zero dimension is not deserved
+        best = max(best, allocated.get(k) / d)
     return best
 
 
-__all__ = ["CPU", "MEMORY", "Resource", "capped", "exceeded_part", "res_max", "res_min", "share"]
+__all__ = [
+    "CPU",
+    "INFINITE",
+    "MEMORY",
+    "Resource",
+    "capped",
+    "exceeded_part",
+    "res_max",
+    "res_min",
+    "share",
+]

@@ -48,6 +48,8 @@ class ExtensionPoints:
         self.job_order_fns: list[Callable[[JobInfo], Any]] = []
         self.task_order_fns: list[Callable[[TaskInfo], Any]] = []
         self.queue_order_fns: list[Callable[[QueueInfo], Any]] = []
+        # fn(victim's queue, preemptor's queue) -> key; a larger key's victims go first
+        self.victim_queue_order_fns: list[Callable[[QueueInfo, QueueInfo], Any]] = []
         self.job_ready_fns: list[Callable[[JobInfo], bool]] = []
         self.job_pipelined_fns: Tiered = []  # (tier, fn(job) -> Vote)
         self.job_valid_fns: list[JobCheck] = []
@@ -82,6 +84,12 @@ class ExtensionPoints:
     def add_queue_order_fn(self, plugin: Plugin, fn: Callable[[QueueInfo], Any]) -> None:
         if plugin.enabled("enableQueueOrder"):
             self.queue_order_fns.append(fn)
+
+    def add_victim_queue_order_fn(
+        self, plugin: Plugin, fn: Callable[[QueueInfo, QueueInfo], Any]
+    ) -> None:
+        """Which queue's victims go first, given the preemptor's queue (no switch in Volcano)."""
+        self.victim_queue_order_fns.append(fn)
 
     def add_job_ready_fn(self, plugin: Plugin, fn: Callable[[JobInfo], bool]) -> None:
         if plugin.enabled("enableJobReady"):

@@ -8,7 +8,7 @@ configuration); each plugin registers callbacks on the extension points
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -115,6 +115,35 @@ class Session(ExtensionPoints):
 
     def queue_order_key(self, queue: QueueInfo) -> tuple:
         return (*(fn(queue) for fn in self.queue_order_fns), queue.creation, queue.uid)
+
+    def victim_order_key(self, preemptor: TaskInfo) -> Callable[[TaskInfo], tuple]:
+        """Volcano's BuildVictimsPriorityQueue, as a key to sort victims in reverse (largest
+        first): a task whose job is gone first; between queues, the plugins' victim queue
+        order for ``preemptor`` (capacity: the queue closest to the preemptor's in the tree),
+        then the queue last in queue order; then the job last in job order, then the task last
+        in task order (the lowest priority, the newest)."""
+        job = self.jobs.get(preemptor.job_id)
+        mine = self.queues.get(job.queue) if job is not None else None
+
+        def key(task: TaskInfo) -> tuple:
+            victim_job = self.jobs.get(task.job_id)
+            queue = self.queues.get(victim_job.queue) if victim_job is not None else None
+            if victim_job is None or queue is None:
+                return (1, self.task_order_key(task))
+            by_preemptor = (
+                tuple(fn(queue, mine) for fn in self.victim_queue_order_fns)
+                if mine is not None
+                else ()
+            )
+            return (
+                0,
+                by_preemptor,
+                self.queue_order_key(queue),
+                self.job_order_key(victim_job),
+                self.task_order_key(task),
+            )
+
+        return key
 
     # --- nodes -----------------------------------------------------------------------------
 

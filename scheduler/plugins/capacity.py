@@ -1,43 +1,72 @@
-"""capacity: Volcano's capacity plugin — per-queue capability, guarantee and deserved,
-hierarchical, with gate reservations (Volcano's gate-controlled scheduling design) and the
-deduction of gated pods' resources (Volcano's pod scheduling readiness design)."""
+"""capacity: Volcano's capacity plugin (pkg/scheduler/plugins/capacity/capacity.go at
+ed72c7c815a9fd547a787134676f73d42e9d049c) — per-queue capability, guarantee and deserved,
+flat or hierarchical (``enableHierarchy``, see ``queue_tree``), reclaim within the deserved
+share with ``ancestorReclaimLevel`` — with gate reservations (Volcano's gate-controlled
+scheduling design) and the deduction of gated pods' resources (Volcano's pod scheduling
+readiness design).
+
+Where Sluice differs on purpose:
+
+- A job in a queue that cannot take jobs (a parent queue, a cycle in ``spec.parent``, a missing
+  parent) is refused with the reason, and only that queue's jobs are; Volcano stops the whole
+  plugin (every queue) for the cycle.
+- Gate reservations held in a queue count against its ancestors' capabilities too; Volcano
+  counts them in the queue's own check only.
+- An allocation updates the share of the queue and of its ancestors; Volcano updates the
+  queue's alone until the next cycle.
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
 from scheduler.api.labels import ROOT_QUEUE
+from scheduler.api.quantity import CPU, MEMORY, PODS
 from scheduler.api.queue_info import QueueInfo
-from scheduler.api.resource import Resource, exceeded_part, res_max, share
+from scheduler.api.resource import Resource, exceeded_part
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins.base import Plugin
 from scheduler.plugins.gate_reservations import RESERVATION_ARGUMENTS, GateReservations
-from scheduler.plugins.queue_tree import QueueAttr, build_tree
+from scheduler.plugins.queue_tree import QueueAttr, build_flat, build_tree
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
+# Volcano's minResource: smaller amounts are zero when dimensions are compared.
+_MIN = 0.1
+
 
 class CapacityPlugin(Plugin):
     name = "capacity"
-    ARGUMENTS = RESERVATION_ARGUMENTS
+    ARGUMENTS = {**RESERVATION_ARGUMENTS, "ancestorReclaimLevel": 0}
     VOLCANO_ONLY = frozenset(
-        {"ancestorReclaimLevel", "capacity.DynamicResourceAllocationEnable",
-         "capacity.DRAConsumableCapacityEnable"}
-    )  # fmt: skip
+        {"capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable"}
+    )
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self.hierarchy = self.enabled("enableHierarchy")
+        # Volcano reads ancestorReclaimLevel always but uses it only with the hierarchy on; a
+        # negative level falls back to 0, as Volcano's parseArguments.
+        self.ancestor_level = max(0, int(self.argument("ancestorReclaimLevel")))
+        total = Resource()
+        for node in ssn.nodes.values():
+            total.add(node.allocatable)
+        build = build_tree if self.hierarchy else build_flat
+        self.attrs, self.problems = build(ssn.queues, total)
         self.gates = GateReservations(self, ssn)
-        self.attrs, self.problems = build_tree(ssn.queues)
         self._account_jobs(ssn)
         self.gates.load()
         self.gates.expire()
-        self._compute_capabilities(ssn)
+        for attr in self.attrs.values():
+            attr.update_share()
         ssn.queue_attrs = self.attrs
-        ssn.add_queue_order_fn(self, lambda q: (-q.priority, self._share(q.name)))
+        ssn.add_queue_order_fn(self, self._queue_order)
+        if self.hierarchy:
+            ssn.add_victim_queue_order_fn(self, self._victim_queue_order)
         ssn.add_job_enqueueable_fn(self, self.job_enqueueable)
         ssn.add_job_enqueued_fn(self, self.job_enqueued)
         ssn.add_allocatable_fn(self, self.allocatable)
@@ -49,9 +78,26 @@ class CapacityPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         self.gates.report(self.attrs, ssn.jobs.values(), self._job_inqueue)
 
-    def _share(self, name: str) -> float:
-        attr = self.attrs.get(name)
-        return attr.share if attr is not None else 0.0
+    # --- order -----------------------------------------------------------------------------
+
+    def _queue_order(self, queue: QueueInfo) -> tuple:
+        """Priority first; then the lower share, a queue with a deserved share before a
+        best-effort one at equal shares (Volcano's compareShareWithDeserved). With the
+        hierarchy, Volcano's comparison of two queues by their ancestors (``_TreeOrder``)."""
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return (-queue.priority, 1)
+        if not self.hierarchy:
+            return (-queue.priority, _share_key(attr))
+        return (-queue.priority, _TreeOrder(attr))
+
+    def _victim_queue_order(self, queue: QueueInfo, preemptor: QueueInfo) -> int:
+        """Victims of the queue that shares the deeper ancestor with the preemptor's go first
+        (Volcano's capacity VictimQueueOrderFn)."""
+        mine, theirs = self.attrs.get(preemptor.name), self.attrs.get(queue.name)
+        if mine is None or theirs is None:
+            return 0
+        return _common_depth(theirs, mine)
 
     # --- figures ---------------------------------------------------------------------------
 
@@ -78,22 +124,6 @@ class CapacityPlugin(Plugin):
         wanted = exceeded_part(job.min_resources, job.allocated)
         return job.deduct_sch_gated_resources(wanted)
 
-    def _compute_capabilities(self, ssn: Session) -> None:
-        total = Resource()
-        for node in ssn.nodes.values():
-            total.add(node.allocatable)
-        for attr in self.attrs.values():  # parents before children
-            if attr.parent is None:
-                base, guarantees = total, Resource()
-            else:
-                parent = self.attrs[attr.parent]
-                base, guarantees = parent.real_capability, parent.children_guarantee
-            real = exceeded_part(base, guarantees).add(attr.guarantee)
-            attr.real_capability = _cap(real, attr.capability)
-            deserved = _cap(attr.deserved, attr.real_capability)
-            attr.deserved = res_max(deserved, attr.guarantee)
-            attr.share = share(attr.allocated, attr.deserved)
-
     # --- checks ----------------------------------------------------------------------------
 
     def _queue_status(self, name: str) -> tuple[QueueAttr | None, Status]:
@@ -114,9 +144,9 @@ class CapacityPlugin(Plugin):
         min_req = job.min_resources
         if min_req is None or min_req.is_empty():
             return SUCCESS
-        for level in _quota_levels(attr):
+        for level in attr.chain:
             future = min_req.clone().add(level.allocated).add(level.inqueue).sub(level.elastic)
-            short = future.insufficient(level.real_capability, min_req.names())
+            short = future.insufficient(level.real_capability, _dims(min_req))
             if short:
                 where = "" if level is attr else f" (parent queue {level.name})"
                 message = (
@@ -137,9 +167,9 @@ class CapacityPlugin(Plugin):
         if attr is None:
             return status
         reserved = self.gates.held_by_others(queue.name, task)
-        for level in _quota_levels(attr):
+        for level in attr.chain:
             future = level.allocated.clone().add(reserved).add(task.resreq)
-            short = future.insufficient(level.real_capability, task.resreq.names())
+            short = future.insufficient(level.real_capability, _dims(task.resreq))
             if short:
                 message = _limit_message(level, short, reserved, task)
                 return Status(Code.QUEUE_FULL, self.name, message)
@@ -147,41 +177,86 @@ class CapacityPlugin(Plugin):
         return SUCCESS
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
-        """A queue may reclaim for ``task`` only while it stays within its deserved share."""
+        """May ``queue`` reclaim for ``task``? It must be open, stay within its real capability,
+        and stay within its deserved share on at least one resource the task requests (or, with
+        ``ancestorReclaimLevel``, an ancestor within that many levels must)."""
         attr = self.attrs.get(queue.name)
         if attr is None:
             return Status(Code.QUEUE_INVALID, self.name, f"queue {queue.name} is unknown")
-        future = attr.allocated.clone().add(task.resreq)
-        over = [d for d in task.resreq.names() & attr.deserved.names()
-                if future.get(d) > attr.deserved.get(d) + 1e-9]  # fmt: skip
-        if over:
-            message = (
-                f"queue {queue.name} would exceed its deserved share ({', '.join(sorted(over))}: "
-                f"allocated {attr.allocated.describe()}, deserved {attr.deserved.describe()})"
-            )
-            return Status(Code.QUEUE_FULL, self.name, message)
-        return SUCCESS
+        if not attr.open:
+            return Status(Code.QUEUE_CLOSED, self.name, f"queue {queue.name} is not open")
+        req = task.resreq
+        future = attr.allocated.clone().add(req)
+        short = future.insufficient(attr.real_capability, _dims(req))
+        if short:
+            return Status(Code.QUEUE_FULL, self.name, _limit_message(attr, short, Resource(), task))
+        if _within_partly(future, attr.deserved, req):
+            return SUCCESS
+        if self.hierarchy:
+            for level in range(1, self.ancestor_level + 1):
+                if level >= len(attr.chain) or attr.chain[level].name == ROOT_QUEUE:
+                    continue
+                ancestor = attr.chain[level]
+                if _within_partly(ancestor.allocated.clone().add(req), ancestor.deserved, req):
+                    return SUCCESS
+        message = (
+            f"queue {queue.name} would exceed its deserved share on every resource the pod "
+            f"requests (allocated {attr.allocated.describe()}, deserved "
+            f"{attr.deserved.describe()}, request {req.describe()})"
+        )
+        return Status(Code.QUEUE_FULL, self.name, message)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims from queues above their deserved share, while they stay at or above it in
-        some resource (Volcano's capacity reclaimable function)."""
+        """Volcano's capacity reclaimable function: in victim order, a candidate is a victim
+        when its queue keeps its guarantee without it and either has no deserved share on the
+        resources the candidate uses (an immediate victim) or is above its deserved share on
+        one of them; with ``ancestorReclaimLevel``, the ancestors it does not share with the
+        reclaimer must be above theirs too."""
+        reclaimer_job = self.ssn.jobs.get(reclaimer.job_id)
+        reclaimer_attr = self.attrs.get(reclaimer_job.queue) if reclaimer_job else None
+        if reclaimer_attr is None:
+            return []
+        levels = self.ancestor_level if self.hierarchy else 0
         victims: list[TaskInfo] = []
         allocations: dict[str, Resource] = {}
-        for task in candidates:
-            queue = self.ssn.jobs[task.job_id].queue
-            attr = self.attrs.get(queue)
-            if attr is None or not attr.deserved.names():
-                continue  # no deserved share set: nothing is "above" it
-            allocated = allocations.setdefault(queue, attr.allocated.clone())
-            if allocated.less_equal(attr.deserved, attr.deserved.names()):
-                continue  # not above its deserved share
-            if any(allocated.get(d) < reclaimer.resreq.get(d) for d in reclaimer.resreq.names()):
+        for reclaimee in sorted(candidates, key=self.ssn.victim_order_key(reclaimer), reverse=True):
+            job = self.ssn.jobs.get(reclaimee.job_id)
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if attr is None:
                 continue
-            left = allocated.clone().sub(task.resreq)
-            if not any(attr.deserved.get(d) <= left.get(d) for d in attr.deserved.names()):
-                continue  # taking it would push the queue below its deserved share
-            allocated.sub(task.resreq)
-            victims.append(task)
+            if not (_names(reclaimee.resreq) & _names(reclaimer.init_resreq)) - {PODS}:
+                continue  # nothing the reclaimer needs would be freed
+            allocated = allocations.setdefault(attr.name, attr.allocated.clone())
+            if not attr.guarantee.less_equal(allocated.clone().sub(reclaimee.resreq)):
+                continue  # its queue would fall below its guarantee
+            if not _has_relevant_deserved(reclaimee, attr.deserved):
+                if (
+                    levels
+                    and _share_ancestor(reclaimer_attr, attr, levels)
+                    and not _has_relevant_deserved(reclaimer, reclaimer_attr.deserved)
+                ):
+                    continue  # no contention between the two under their shared ancestor
+            elif not _greater_partly(allocated, attr, reclaimee.resreq):
+                continue
+            ancestors: list[Resource] = []
+            eligible = True
+            for level in range(1, levels + 1):
+                ancestor = _reclaimee_ancestor(reclaimer_attr, attr, level)
+                if ancestor is None:
+                    continue
+                held = allocations.setdefault(ancestor.name, ancestor.allocated.clone())
+                ancestors.append(held)
+                if not _has_relevant_deserved(reclaimee, ancestor.deserved):
+                    continue
+                if not _greater_partly(held, ancestor, reclaimee.resreq):
+                    eligible = False
+                    break
+            if not eligible:
+                continue
+            allocated.sub(reclaimee.resreq)
+            for held in ancestors:
+                held.sub(reclaimee.resreq)
+            victims.append(reclaimee)
         return victims
 
     def _on_change(self, task: TaskInfo, sign: int) -> None:
@@ -195,33 +270,132 @@ class CapacityPlugin(Plugin):
                 level.allocated.add(task.resreq)
             else:
                 level.allocated.sub(task.resreq)
-            level.share = share(level.allocated, level.deserved)
+            level.update_share()
 
 
-def _quota_levels(attr: QueueAttr) -> list[QueueAttr]:
-    """The queue and its ancestors that carry a quota. The implicit root's only limit is the
-    cluster's size: a full cluster is the nodes' business (allocate, reclaim, the autoscaler),
-    never a reason to refuse a workload its queue has room for."""
-    return [
-        level for level in attr.chain if level.name != ROOT_QUEUE or level.capability is not None
-    ]
+def _share_key(attr: QueueAttr) -> tuple[float, int]:
+    return (attr.share, 1 if attr.deserved.is_empty() else 0)
+
+
+@functools.total_ordering
+class _TreeOrder:
+    """Volcano's hierarchical queue order, compared live (shares change as the cycle
+    allocates, and keys wait in heaps): leaves before parents; two parents by their shares;
+    two leaves by their ancestors just below the deepest ancestor they share (or themselves)."""
+
+    __slots__ = ("attr",)
+
+    def __init__(self, attr: QueueAttr) -> None:
+        self.attr = attr
+
+    def _compare(self, other: _TreeOrder) -> int:
+        a, b = self.attr, other.attr
+        if a is b:
+            return 0
+        if a.is_leaf != b.is_leaf:
+            return -1 if a.is_leaf else 1
+        if a.is_leaf:
+            level = _common_depth(a, b)
+            a, b = _below(a, level), _below(b, level)
+        left, right = _share_key(a), _share_key(b)
+        return (left > right) - (left < right)
+
+    def __lt__(self, other: object) -> bool:
+        return isinstance(other, _TreeOrder) and self._compare(other) < 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _TreeOrder) and self._compare(other) == 0
+
+    def __hash__(self) -> int:
+        return hash(self.attr.name)
+
+
+def _below(attr: QueueAttr, level: int) -> QueueAttr:
+    """The queue's ancestor at ``level + 1`` counted from root (0), or the queue itself."""
+    path = [*reversed(attr.ancestors), attr]
+    return path[level + 1] if level + 1 < len(path) else attr
+
+
+def _names(r: Resource) -> set[str]:
+    """Volcano's ResourceNames: the dimensions of at least minResource."""
+    return {k for k, v in r.values.items() if v >= _MIN}
+
+
+def _dims(req: Resource) -> set[str]:
+    """The requested dimensions a queue limit compares (pods are never a queue limit)."""
+    return {k for k, v in req.values.items() if v > 0 and k != PODS}
+
+
+def _has_relevant_deserved(task: TaskInfo, deserved: Resource) -> bool:
+    """Volcano's hasRelevantDeserved: the task's request (which counts a pod slot) and the
+    deserved share name a dimension in common."""
+    return bool((_names(task.resreq) | {PODS}) & _names(deserved))
+
+
+def _within_partly(used: Resource, deserved: Resource, req: Resource) -> bool:
+    """Volcano's LessEqualPartlyWithDimensionZeroFiltered: on some dimension the request
+    names (and ``used`` or ``deserved`` is not zero), ``used`` is within ``deserved``."""
+    for k in _dims(req):
+        if used.get(k) < _MIN and deserved.get(k) < _MIN:
+            continue
+        if used.get(k) < deserved.get(k) or abs(used.get(k) - deserved.get(k)) < _MIN:
+            return True
+    return False
+
+
+def _greater_partly(allocated: Resource, attr: QueueAttr, req: Resource) -> bool:
+    """Volcano's GreaterPartlyWithRelevantDimensions: above the deserved share on a dimension
+    the request names and the deserved share has (CPU and memory when not zero, any other
+    resource when the spec names it, even at zero)."""
+    deserved = attr.deserved
+    for k in _dims(req):
+        if k in (CPU, MEMORY):
+            relevant = deserved.get(k) >= _MIN
+        else:
+            relevant = k in deserved.values or k in attr.deserved_declared
+        if relevant and allocated.get(k) > deserved.get(k):
+            return True
+    return False
+
+
+def _common_depth(a: QueueAttr, b: QueueAttr) -> int:
+    """Volcano's getQueueLevel: the index (root 0) of the deepest ancestor both share."""
+    level = 0
+    for i, (x, y) in enumerate(zip(reversed(a.ancestors), reversed(b.ancestors), strict=False)):
+        if x is not y:
+            break
+        level = i
+    return level
+
+
+def _ancestor_at(attr: QueueAttr, depth: int) -> QueueAttr | None:
+    """Volcano's queueAncestorAtDepth: 1 is the parent."""
+    return attr.chain[depth] if depth < len(attr.chain) else None
+
+
+def _share_ancestor(a: QueueAttr, b: QueueAttr, levels: int) -> bool:
+    """Volcano's sharesAnyNonRootAncestorWithinLevel."""
+    mine = {x.name for d in range(1, levels + 1) if (x := _ancestor_at(a, d)) is not None}
+    theirs = {x.name for d in range(1, levels + 1) if (x := _ancestor_at(b, d)) is not None}
+    return bool((mine & theirs) - {ROOT_QUEUE})
+
+
+def _reclaimee_ancestor(reclaimer: QueueAttr, reclaimee: QueueAttr, level: int) -> QueueAttr | None:
+    """Volcano's getReclaimeeAncestorToCheck: the reclaimee's ancestor at ``level`` unless it
+    is root or the reclaimer's ancestor at the same level."""
+    ancestor = _ancestor_at(reclaimee, level)
+    if ancestor is None or ancestor.name == ROOT_QUEUE:
+        return None
+    mine = _ancestor_at(reclaimer, level)
+    if mine is not None and mine.name == ancestor.name:
+        return None
+    return ancestor
 
 
 def _elastic(job: JobInfo) -> Resource:
     if job.min_resources is None:
         return Resource()
     return exceeded_part(job.allocated, job.min_resources)
-
-
-def _cap(value: Resource, capability: Resource | None) -> Resource:
-    if capability is None:
-        return value.clone()
-    return Resource(
-        {
-            k: min(v, capability.get(k)) if k in capability.values else v
-            for k, v in value.values.items()
-        }
-    )
 
 
 def _limit_message(level: QueueAttr, short: list[str], reserved: Resource, task: TaskInfo) -> str:

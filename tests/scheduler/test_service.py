@@ -45,10 +45,11 @@ def test_one_cycle_binds_the_pods_that_fit(sim, service):
         sorted(t.to_state for t in report.transitions if t.kind is TransitionKind.ALLOCATED)
         == [PodState.BINDING] * 4
     )
-    # A queue's realCapability never exceeds the cluster's total (Volcano's capacity plugin),
-    # so the fifth CPU is refused by the queue before any node is tried.
+    # With the hierarchy (Sluice's default) root is unlimited: the fifth pod is admitted and
+    # waits for a node — what an autoscaler must see. Flat, as Volcano's default, the queue's
+    # real capability is the cluster's 4 CPU and the queue would refuse it.
     assert [w.status.message for w in report.waiting] == [
-        "queue resource quota insufficient: insufficient cpu"
+        "0/2 nodes are unavailable: 2 Insufficient cpu."
     ]
 
 

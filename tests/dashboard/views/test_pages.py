@@ -9,7 +9,6 @@ import pytest
 
 from dashboard.tasks.history import store_cycle_report
 from scheduler.api.report import CheckState, PodState, RiskClass, TransitionKind
-from scheduler.config import default_config
 from tests.builders import cycle_report, queue_report, risk, transition, waiting_pod
 
 pytestmark = pytest.mark.django_db
@@ -238,7 +237,7 @@ def test_scheduler_page_shows_configuration_and_recent_cycles(client, demo, sett
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens: counters missing
     page = client.get("/scheduler/").content.decode()
 
-    assert f"<dd>{', '.join(default_config().actions)}</dd>" in page
+    assert "has not reported its configuration yet" in page  # the demo reports carry none
     assert "Gate counters unavailable" in page
     assert 'id="action-durations"' in page
     assert "Recent cycles" in page

@@ -22,10 +22,11 @@ GROUP = {
 
 
 def scenario(*, node_groups: list | None = None) -> dict:
-    """Two 4-CPU nodes; queue q's real capability is the cluster's 8 CPU."""
+    """Two 4-CPU nodes; queue q's capability is 8 CPU (with the hierarchy, Sluice's default,
+    a queue without one is unlimited: the cluster's size is the nodes' business)."""
     return {
         "namespaces": [{"name": "team"}],
-        "queues": [{"name": "q", "spec": {}}],
+        "queues": [{"name": "q", "spec": {"capability": {"cpu": "8"}}}],
         "nodes": NODES,
         "nodeGroups": node_groups or [],
         "kubelet": {"startupDelay": 1},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from kubernetes import client
 
 from scheduler.api.report import TransitionKind
 from scheduler.config import SchedulerConfig, default_config
@@ -145,19 +146,25 @@ def test_preempt_evicts_lower_priority_pods_of_the_same_queue_and_pipelines():
     }
     h = Harness(scenario)
     try:
+        # Priority comes from a PriorityClass (kube-apiserver's Priority admission refuses a
+        # spec.priority that disagrees with it); the job's, from its PodGroup's class.
+        client.SchedulingV1Api(h.api).create_priority_class(
+            {"metadata": {"name": "high"}, "value": 100}
+        )
         for i in range(4):
-            low = pod(f"low-{i}", "1", namespace="default", queue="q", grace=5, priority=0)
+            low = pod(f"low-{i}", "1", namespace="default", queue="q", grace=5)
             h.core.create_namespaced_pod("default", body(low))
         h.step(3)
         # Its own PodGroup without minResources, so enqueue admits it although q is full (a
         # synthetic gang of one would be sized by its request and wait for queue room).
-        group = podgroup("pg-high", namespace="default", queue="q")
+        group = podgroup("pg-high", namespace="default", queue="q", priority_class="high")
         h.custom.create_namespaced_custom_object(
             "scheduling.volcano.sh", "v1beta1", "default", "podgroups", body(group)
         )
         high = pod(
-            "high", "2", namespace="default", group="pg-high", queue="q", grace=5, priority=100
-        )
+            "high", "2", namespace="default", group="pg-high", queue="q", grace=5,
+            priority_class="high",
+        )  # fmt: skip
         h.core.create_namespaced_pod("default", body(high))
         h.step(2)
         transitions = [t for report in h.reports for t in report.transitions]

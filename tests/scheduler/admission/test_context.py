@@ -17,7 +17,7 @@ def test_enqueue_arguments_round_trip_through_the_configuration():
     )
     assert config.enqueue_arguments() == EnqueueArguments(False, 30.0, True, 300.0)
     assert SchedulerConfig.from_dict(config.to_dict()) == config
-    assert default_config().enqueue_arguments() == EnqueueArguments()  # check on, 60 s, no
+    assert default_config().enqueue_arguments() == EnqueueArguments()  # check off, 60 s, no
 
 
 @pytest.mark.parametrize(

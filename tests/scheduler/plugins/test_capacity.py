@@ -2,15 +2,24 @@
 
 import pytest
 
+from scheduler import registry
 from scheduler.api.queue_info import QueueCycleError, QueueInfo
-from scheduler.api.resource import Resource
-from scheduler.plugins.queue_tree import build_tree
+from scheduler.api.resource import INFINITE, Resource
+from scheduler.config import DEFAULT_CONFIG_YAML
+from scheduler.plugins.queue_tree import build_flat, build_tree
 from tests.builders import node, pod, podgroup, queue
 from tests.scheduler.uthelper import Scenario, binds, pg_status, waiting
 
 
 def pods_in(q: str, count: int, cpu: str = "1", prefix: str = "p") -> list[dict]:
     return [pod(f"{prefix}{i}", cpu, "1Gi", queue=q, created=i) for i in range(count)]
+
+
+def flat():
+    """Sluice's default configuration with capacity as in Volcano's default: no hierarchy."""
+    text = DEFAULT_CONFIG_YAML.replace("    enableHierarchy: true\n", "")
+    assert text != DEFAULT_CONFIG_YAML
+    return registry.load(text)
 
 
 @pytest.mark.parametrize(
@@ -75,15 +84,19 @@ def test_enqueue_counts_inqueue_jobs_and_admits_jobs_without_min_resources():
     assert {"ns/a0", "ns/c0"} <= set(binds(client))
 
 
-def test_guarantee_of_other_queues_is_not_available():
-    # 8 CPU cluster, queue "other" guarantees 6: queue "q" can reach only 2.
+@pytest.mark.parametrize(("hierarchy", "expected"), [(False, 2), (True, 4)])
+def test_guarantee_of_other_queues_is_not_available(hierarchy, expected):
+    # 8 CPU cluster, queue "other" guarantees 6. Flat (Volcano's default), "q" can reach only
+    # 8 - 6 = 2. With the hierarchy root is unlimited, so q's real capability is too: the
+    # guarantee holds by reclaim ("other"'s pods are never victims below it), as in Volcano.
     scenario = Scenario(
         nodes=[node("n1", cpu="8")],
         queues=[queue("q"), queue("other", guarantee={"cpu": "6"})],
         pods=pods_in("q", 4),
+        config=None if hierarchy else flat(),
     )
     _, client = scenario.run()
-    assert len(binds(client)) == 2
+    assert len(binds(client)) == expected
 
 
 def test_closed_queue_allocates_nothing():
@@ -164,7 +177,7 @@ def test_queue_cycle_is_left_out_of_the_tree_and_its_jobs_refused():
         "c": QueueInfo(queue("c", parent="gone")),
         "ok": QueueInfo(queue("ok")),
     }
-    attrs, problems = build_tree(queues)
+    attrs, problems = build_tree(queues, Resource({"cpu": 8000}))
     assert sorted(attrs) == ["ok", "root"]
     assert problems["a"] == "queue a: spec.parent forms a cycle: a -> b -> a"
     assert problems["c"] == "queue c: spec.parent: queue 'gone' does not exist"
@@ -194,10 +207,58 @@ def test_tree_chain_runs_leaf_to_root():
         "dept": QueueInfo(queue("dept", capability={"cpu": "2"})),
         "team": QueueInfo(queue("team", parent="dept")),
     }
-    attrs, _ = build_tree(queues)
+    attrs, _ = build_tree(queues, Resource({"cpu": 8000, "memory": 2**30}))
     assert [a.name for a in attrs["team"].chain] == ["team", "dept", "root"]
-    assert attrs["team"].capability == Resource({"cpu": 2000})
+    # team inherits dept's CPU and root's unlimited memory
+    assert attrs["team"].capability == Resource({"cpu": 2000, "memory": INFINITE})
+    assert attrs["team"].real_capability.to_dict() == {"cpu": 2000}  # inf is not reported
+    assert attrs["root"].real_capability.get("cpu") == INFINITE
     assert not attrs["dept"].is_leaf and attrs["team"].is_leaf
+
+
+def test_flat_mode_ignores_parents_and_caps_every_queue_at_the_cluster():
+    queues = {
+        "root": QueueInfo.implicit("root"),
+        "dept": QueueInfo(queue("dept", capability={"cpu": "2"})),
+        "team": QueueInfo(queue("team", parent="dept", guarantee={"cpu": "1"})),
+        "gpu-free": QueueInfo(queue("gpu-free", capability={"nvidia.com/gpu": "0"})),
+    }
+    total = Resource({"cpu": 8000, "nvidia.com/gpu": 4000})
+    attrs, problems = build_flat(queues, total)
+    assert problems == {}
+    assert [a.name for a in attrs["team"].chain] == ["team"]
+    assert attrs["team"].real_capability.get("cpu") == 8000  # 8 - 1 guaranteed + its own 1
+    assert attrs["dept"].real_capability.get("cpu") == 2000
+    assert attrs["root"].real_capability.get("cpu") == 7000
+    # An explicit zero forbids the resource; an unset one does not limit.
+    assert attrs["gpu-free"].real_capability.get("nvidia.com/gpu") == 0
+    assert attrs["dept"].real_capability.get("nvidia.com/gpu") == 4000
+
+
+def test_a_capability_of_zero_gpus_forbids_gpus_in_both_modes():
+    for config in (None, flat()):
+        scenario = Scenario(
+            nodes=[node("n1", cpu="8", gpu="4")],
+            queues=[queue("cpu-only", capability={"nvidia.com/gpu": "0"})],
+            pods=[pod("g", "1", gpu="1", queue="cpu-only"), pod("c", "1", queue="cpu-only")],
+            config=config,
+        )
+        report, client = scenario.run()
+        assert binds(client) == {"ns/c": "n1"}
+        assert "insufficient nvidia.com/gpu" in waiting(report)["ns/g"]
+
+
+def test_a_root_capability_limits_only_what_it_names():
+    # Volcano would take {gpu: 8} as root's whole capability, leaving it no CPU.
+    scenario = Scenario(
+        nodes=[node("n1", cpu="8", gpu="8")],
+        queues=[queue("root", capability={"nvidia.com/gpu": "2"}), queue("team")],
+        pods=[pod(f"g{i}", "1", gpu="1", queue="team", created=i) for i in range(3)],
+    )
+    report, client = scenario.run()
+    assert sorted(binds(client)) == ["ns/g0", "ns/g1"]  # CPU unlimited, GPUs 2
+    # team inherits root's 2 GPUs: its own limit refuses the third
+    assert waiting(report)["ns/g2"].endswith("insufficient nvidia.com/gpu")
 
 
 def test_parent_limit_is_checked_at_allocation_across_siblings():
@@ -261,9 +322,12 @@ def test_enqueue_checks_parent_queues_too():
 def test_deserved_is_clamped_between_guarantee_and_real_capability(
     deserved, guarantee, capability, expected_cpu
 ):
+    # Flat, as Volcano's buildQueueAttrs; with the hierarchy deserved is only raised to the
+    # guarantee (checkHierarchicalQueue), never lowered.
     scenario = Scenario(
         nodes=[node("n1", cpu="8")],
         queues=[queue("q", deserved=deserved, guarantee=guarantee, capability=capability)],
+        config=flat(),
     )
     report, _ = scenario.run()
     q = next(x for x in report.queues if x.name == "q")
