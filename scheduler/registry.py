@@ -92,6 +92,24 @@ def ignored_arguments(config: SchedulerConfig) -> list[str]:
     return out
 
 
+def warnings(config: SchedulerConfig) -> list[str]:
+    """What a person running this configuration should know: arguments accepted but not
+    implemented, and a queue plugin that caps every queue at the cluster's current size."""
+    out = [f"ignored (Volcano only): {a}" for a in ignored_arguments(config)]
+    for tier in config.tiers:
+        for option in tier:
+            flat = option.name == "capacity" and not option.enabled("enableHierarchy")
+            if flat or option.name == "proportion":
+                out.append(
+                    f"{option.name}{' without enableHierarchy' if flat else ''}: a queue's "
+                    "real capability is the cluster's current size, so a pod that needs a new "
+                    "node waits for its queue (gated, when gates are on) and an autoscaler "
+                    "never adds that node; capacity with enableHierarchy: true leaves the "
+                    "cluster's size to the nodes"
+                )
+    return out
+
+
 def load(text: str, *, source: str = "") -> SchedulerConfig:
     """Parse and check a configuration in Volcano's format."""
     return check(SchedulerConfig.from_yaml(text, source=source))
@@ -134,4 +152,4 @@ class LiveConfig:
 
     @property
     def warnings(self) -> list[str]:
-        return [f"ignored (Volcano only): {a}" for a in ignored_arguments(self.config)]
+        return warnings(self.config)

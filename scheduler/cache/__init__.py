@@ -1,6 +1,6 @@
 """Long-lived scheduler cache fed by watch events, and the ClusterClient it writes through."""
 
 from scheduler.cache.cache import ClusterSnapshot, SchedulerCache
-from scheduler.cache.client import ClusterClient, RecordingClusterClient
+from scheduler.cache.client import ClusterClient
 
-__all__ = ["ClusterClient", "RecordingClusterClient", "ClusterSnapshot", "SchedulerCache"]
+__all__ = ["ClusterClient", "ClusterSnapshot", "SchedulerCache"]

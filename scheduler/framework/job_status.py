@@ -7,9 +7,16 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from scheduler.api.helpers import scheduling_gates
-from scheduler.api.job_info import PG_INQUEUE, PG_PENDING, PG_RUNNING, PG_UNKNOWN, JobInfo
+from scheduler.api.job_info import (
+    PG_COMPLETED,
+    PG_INQUEUE,
+    PG_PENDING,
+    PG_RUNNING,
+    PG_UNKNOWN,
+    JobInfo,
+)
 from scheduler.api.status import Code, Status
-from scheduler.api.task_info import TaskStatus, allocated_status
+from scheduler.api.task_info import TaskStatus
 from scheduler.framework.session import Session
 
 UNSCHEDULABLE, SCHEDULED = "Unschedulable", "Scheduled"
@@ -68,14 +75,27 @@ def fit_error(job: JobInfo) -> str:
     return f"{head}; {detail}" if detail else head
 
 
+SCHEDULED_STATUSES = (
+    TaskStatus.RUNNING,
+    TaskStatus.BOUND,
+    TaskStatus.FAILED,
+    TaskStatus.SUCCEEDED,
+)
+
+
 def _phase(job: JobInfo, unschedulable: bool) -> str:
+    """Volcano's getPodGroupPhase: Running once minMember tasks are scheduled — bound,
+    running or finished, not merely sent to bind in this cycle (so a PodGroup turns Running
+    when its pods are, the cycle after the binds) — or still terminating on their node;
+    Completed when every scheduled task finished."""
     if job.count(TaskStatus.RUNNING) and unschedulable:
         return PG_UNKNOWN
-    allocated = sum(
-        len(ts) for s, ts in job.index.items() if allocated_status(s) or s == TaskStatus.SUCCEEDED
-    )
-    if allocated >= job.min_available:
-        return PG_RUNNING
+    scheduled = sum(job.count(s) for s in SCHEDULED_STATUSES)
+    completed = job.count(TaskStatus.SUCCEEDED) + job.count(TaskStatus.FAILED)
+    releasing = job.index.get(TaskStatus.RELEASING, {}).values()
+    scheduled += sum(1 for task in releasing if task.node_name)
+    if scheduled >= job.min_available:
+        return PG_COMPLETED if scheduled == completed else PG_RUNNING
     return job.phase if job.phase == PG_INQUEUE else PG_PENDING
 
 

@@ -180,8 +180,9 @@ def test_a_permitted_user_opts_a_namespace_in_and_its_new_pod_is_gated(live_serv
     expect(page.locator("table.audit")).to_contain_text("olivia")
     labels = stored.core.read_namespace("batch").metadata.labels
     assert labels[QUEUE_ALLOCATION_GATE] == "true"
-    # A pod with no opt-in of its own, larger than the queue can ever give: it stays gated.
-    late = pod("late", "30", "1Gi", namespace="batch", queue="batch")
+    # A pod with no opt-in of its own, larger than its queue can ever give (research's
+    # capability is 4 CPU): it stays gated.
+    late = pod("late", "30", "1Gi", namespace="batch", queue="research")
     created = stored.core.create_namespaced_pod("batch", body(late))
     assert [g.name for g in created.spec.scheduling_gates] == [QUEUE_ALLOCATION_GATE]
     stored.step(1)

@@ -71,11 +71,12 @@ from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from scheduler.api.quantity import parse_resource_list
 from scheduler.api.report import QueueReport
 from scheduler.api.status import SUCCESS, Code, Status
-from scheduler.cache import RecordingClusterClient, SchedulerCache
+from scheduler.cache import SchedulerCache
 from scheduler.config import SWITCHES, SchedulerConfig
 from scheduler.framework.session import Session
 from scheduler.loop import run_cycle
 from scheduler.plugins.base import Plugin
+from tests.fakes import RecordingClusterClient
 
 VOLCANO_COMMIT = "ed72c7c815a9fd547a787134676f73d42e9d049c"
 CASES = Path(__file__).parent / "cases"

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from scheduler import registry
-from scheduler.config import ConfigError, ConfigFile
+from scheduler.config import ConfigError, ConfigFile, default_config
 from scheduler.kube.configmap import ConfigMapText
 from scheduler.service import SchedulerService
 from tests.builders import body, node, pod, podgroup, queue
@@ -213,3 +213,11 @@ def test_the_configuration_can_live_in_a_config_map_as_volcanos_helm_chart_insta
         assert report.config.tiers[1][-1] == "binpack" and "HTTP 404" in report.config.error
     finally:
         service.stop()
+
+
+def test_a_flat_queue_plugin_is_warned_about_and_the_default_is_not():
+    assert registry.warnings(registry.check(default_config())) == []
+    said = registry.warnings(registry.load(HELM_CHART))
+    assert len(said) == 1 and said[0].startswith("proportion: a queue's real capability")
+    flat = registry.load("actions: allocate\ntiers:\n- plugins:\n  - name: capacity\n")
+    assert registry.warnings(flat)[0].startswith("capacity without enableHierarchy")

@@ -291,7 +291,7 @@ def test_elastic_part_of_running_jobs_does_not_block_admission():
         pods=[*running, pod("b0", "1", group="b")],
     )
     _, client = scenario.run()
-    assert pg_status(client)["ns/b"]["phase"] == "Running"
+    assert pg_status(client)["ns/b"]["phase"] == "Inqueue"  # Running once b0 is bound
     assert binds(client) == {"ns/b0": "n1"}
 
 
