@@ -35,6 +35,18 @@ Case format (every key but ``name`` optional)::
                                         # (CycleReport.queues): each resource listed is
                                         # compared in engine units, one the report lacks
                                         # counting as 0; resources not listed are not checked
+      conditions: {ns/podgroup: {Unschedulable: true}}
+                                        # the PodGroup's conditions after the cycle (the last
+                                        # status the cycle wrote, else the object's): true, it
+                                        # has one of that type with status True; false, it
+                                        # has none with status True; types not listed are
+                                        # not checked
+      scores: {ns/pod: {node: 700.0}}   # node-order scores of the pod on each node listed
+                                        # (Volcano's ssn.NodeOrderFn after OpenSession, no
+                                        # action run): a session opened on the case's objects
+                                        # as run_cycle opens it, before the cycle, scoring
+                                        # the task with Session.node_scores, the sum allocate
+                                        # ranks nodes by; compared within 1e-6
     next:                               # a further cycle on the same cache, for a Go test that
       pods: [...]                       # runs several sessions: its objects (queues, nodes,
       podgroups: [...]                  # podgroups, pods) join the cache the first cycle left
@@ -74,6 +86,7 @@ from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.cache import SchedulerCache
 from scheduler.config import SWITCHES, SchedulerConfig
 from scheduler.framework.session import Session
+from scheduler.framework.writer import Writer
 from scheduler.loop import run_cycle
 from scheduler.plugins.base import Plugin
 from tests.fakes import RecordingClusterClient
@@ -132,6 +145,9 @@ class Outcome:
     phases: dict[str, str]
     errors: list[str] = field(default_factory=list)
     queues: dict[str, QueueReport] = field(default_factory=dict)
+    # podgroup -> condition type -> its status
+    conditions: dict[str, dict[str, str]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)  # pod -> node -> score
     next: Outcome | None = None  # the case's next cycle, on the same cache
 
 
@@ -147,7 +163,9 @@ def _run(case: Case) -> Outcome:
     cache = SchedulerCache("volcano", priority_classes=classes)
     predicates = any(p.name == "predicates" for tier in config.tiers for p in tier)
     podgroups = fill(cache, raw, predicates=predicates)
+    scores = session_scores(cache, config, list(case.expected().get("scores") or {}))
     outcome = cycle(cache, config, podgroups)
+    outcome.scores = scores
     if raw.get("next"):
         step = raw["next"]
         config = registry.load(
@@ -186,7 +204,35 @@ def cycle(cache: SchedulerCache, config: SchedulerConfig, podgroups: list[dict])
             pipelined.setdefault(waiting.job, []).append(waiting.node)
     evicted = [c[1] for c in client.of("evict")]
     queues = {q.name: q for q in report.queues}
-    return Outcome(client.binds(), evicted, pipelined, phases, report.errors, queues)
+    conditions = {key(pg): _conditions(pg.get("status") or {}) for pg in podgroups}
+    for call in client.of("patch_podgroup_status"):
+        if "conditions" in call[2]:
+            conditions[call[1]] = _conditions(call[2])
+    return Outcome(client.binds(), evicted, pipelined, phases, report.errors, queues, conditions)
+
+
+def _conditions(status: dict) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []}
+
+
+def session_scores(
+    cache: SchedulerCache, config: SchedulerConfig, pods: list[str]
+) -> dict[str, dict[str, float]]:
+    """Each named pod's node-order score per node, on a session opened as run_cycle opens
+    one (no action run, nothing written): what ``expect.scores`` checks."""
+    if not pods:
+        return {}
+    writer = Writer(cache, None, act=False)
+    ssn = Session(cache.snapshot(), config, writer, 0.0, registry.plugin_tiers(config))
+    ssn.open()
+    tasks = {f"{t.namespace}/{t.name}": t for j in ssn.jobs.values() for t in j.tasks.values()}
+    out = {}
+    for name in pods:
+        task = tasks.get(name)
+        if task is not None:
+            scores = ssn.node_scores(task, ssn.matrix.vector(task.fit_req))
+            out[name] = {n.name: float(v) for n, v in zip(ssn.node_list, scores, strict=True)}
+    return out
 
 
 class RejecterPlugin(Plugin):
@@ -250,6 +296,22 @@ def compare(expect: dict, outcome: Outcome) -> list[str]:
             problems.append(f"phase of {job}: want {phase}, got {outcome.phases.get(job)}")
     for name, figures in (expect.get("queues") or {}).items():
         problems += queue_problems(name, figures, outcome.queues.get(name))
+    for pg, kinds in (expect.get("conditions") or {}).items():
+        have = outcome.conditions.get(pg, {})
+        for kind, present in kinds.items():
+            if (have.get(kind) == "True") != bool(present):
+                state = f"status {have[kind]}" if kind in have else "none"
+                problems.append(f"condition {kind} of {pg}: want {present}, got {state}")
+    for pod_key, nodes in (expect.get("scores") or {}).items():
+        got = outcome.scores.get(pod_key)
+        if got is None:
+            problems.append(f"scores: pod {pod_key} is not in the session")
+            continue
+        for node_name, want in nodes.items():
+            if node_name not in got or abs(got[node_name] - float(want)) > 1e-6:
+                problems.append(
+                    f"score of {pod_key} on {node_name}: want {want}, got {got.get(node_name)}"
+                )
     return problems
 
 
