@@ -57,8 +57,7 @@ def check(config: SchedulerConfig) -> SchedulerConfig:
                 raise ConfigError(
                     f"{where}: unknown plugin {option.name!r}; supported: {sorted(PLUGINS)}"
                 )
-            known = set(cls.ARGUMENTS) | cls.VOLCANO_ONLY
-            unknown = sorted(set(option.arguments) - known)
+            unknown = sorted(k for k in option.arguments if not cls.accepts(k))
             if unknown:
                 raise ConfigError(
                     f"{where}.arguments: unknown {unknown}; supported: {sorted(cls.ARGUMENTS)}"

@@ -30,6 +30,9 @@ def record_job_status(ssn: Session) -> None:
     stamp = datetime.fromtimestamp(ssn.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for job in ssn.jobs.values():
         verdict = ssn.invalid.get(job.uid)
+        if not ssn.job_ready(job) and _releasing_holds_the_gang(job):
+            _update_podgroup(ssn, job, None)
+            continue
         if verdict is None:
             condition = _gang_condition(ssn, job, stamp)
         else:
@@ -39,6 +42,16 @@ def record_job_status(ssn: Session) -> None:
                 ssn.wait(task, verdict)
         _update_podgroup(ssn, job, condition)
         _record_tasks(ssn, job, condition["message"])
+
+
+def _releasing_holds_the_gang(job: JobInfo) -> bool:
+    """Volcano's gang shouldSkipUnschedulableForReleasing: a job short of ready only because
+    members are terminating on their nodes (they still hold their slots), with nothing pending
+    or pipelined, is not Unschedulable: no condition is written."""
+    releasing = sum(1 for t in job.index.get(TaskStatus.RELEASING, {}).values() if t.node_name)
+    if not releasing or job.count(TaskStatus.PENDING) or job.count(TaskStatus.PIPELINED):
+        return False
+    return sum(job.count(s) for s in SCHEDULED_STATUSES) + releasing >= job.min_available
 
 
 def _condition(kind: str, reason: str, message: str, stamp: str) -> dict:
@@ -99,12 +112,16 @@ def _phase(job: JobInfo, unschedulable: bool) -> str:
     return job.phase if job.phase == PG_INQUEUE else PG_PENDING
 
 
-def _update_podgroup(ssn: Session, job: JobInfo, condition: dict) -> None:
-    phase = _phase(job, condition["type"] == UNSCHEDULABLE)
+def _update_podgroup(ssn: Session, job: JobInfo, condition: dict | None) -> None:
+    phase = _phase(job, condition is not None and condition["type"] == UNSCHEDULABLE)
     job.phase = phase
     if job.podgroup is None:
         return
     old = job.podgroup.get("status") or {}
+    if condition is None:  # the phase and counts only
+        if old.get("phase") != phase:
+            ssn.writer.podgroup_status(job.podgroup, {**old, "phase": phase})
+        return
     conditions = [c for c in old.get("conditions") or [] if c.get("type") != condition["type"]]
     same = any(
         all(c.get(k) == condition[k] for k in ("type", "status", "reason", "message"))

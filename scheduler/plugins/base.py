@@ -47,6 +47,11 @@ class Plugin:
     def enabled(self, switch: str) -> bool:
         return self.option.enabled(switch)
 
+    @classmethod
+    def accepts(cls, key: str) -> bool:
+        """Whether ``key`` is an argument this plugin takes (or accepts as Volcano-only)."""
+        return key in cls.ARGUMENTS or key in cls.VOLCANO_ONLY
+
     def argument(self, key: str, default: float | None = None) -> float:
         value = self.arguments.get(key, self.ARGUMENTS.get(key) if default is None else default)
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -29,6 +29,16 @@ class BinpackPlugin(Plugin):
     name = "binpack"
     ARGUMENTS = {"binpack.weight": 1, "binpack.cpu": 1, "binpack.memory": 1}
 
+    @classmethod
+    def accepts(cls, key: str) -> bool:
+        """Also ``binpack.resources`` and a weight per listed resource,
+        ``binpack.resources.<name>``, as Volcano's."""
+        return (
+            super().accepts(key)
+            or key == "binpack.resources"
+            or key.startswith("binpack.resources.")
+        )
+
     def check(self) -> None:
         super().check()
         self.weights()

@@ -86,7 +86,14 @@ class Cluster:
             self._require_namespace(namespace)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
-        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        # Identity, version and deletion are the server's: kube-apiserver ignores them on create.
+        for field in (
+            "uid",
+            "creationTimestamp",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ):
             meta.pop(field, None)
         if plural == "pods":
             obj = self._admit_pod(namespace or "", obj)

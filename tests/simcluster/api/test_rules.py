@@ -374,3 +374,11 @@ def test_gate_names_must_be_unique_qualified_names(sim, gates, field):
         sim.core.create_namespaced_pod, "default", body(pod("web-1", gates=gates))
     )
     assert code == 422 and status["details"]["causes"][0]["field"] == field
+
+
+def test_create_ignores_a_client_sent_uid_and_creation_timestamp(sim):
+    sent = body(pod("web-1"))
+    sent["metadata"].update(uid="client-chosen", creationTimestamp="2001-01-01T00:00:00Z")
+    created = sim.core.create_namespaced_pod("default", sent)
+    assert created.metadata.uid != "client-chosen"
+    assert created.metadata.creation_timestamp.year > 2001
