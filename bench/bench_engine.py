@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
+from bench import scheduler_config
 from scheduler.cache import SchedulerCache
-from scheduler.config import SchedulerConfig
 from scheduler.loop import run_cycle
 from tests.fakes import RecordingClusterClient
 
@@ -20,13 +20,12 @@ NODES, RUNNING, PENDING = 5_000, 1_000, 10_000
 CPU_M, MEM, PODS = 4_000, 32 * 2**30, 110
 POD_CPU_M, POD_MEM = 100, 500 * 2**20
 
-CONFIG = SchedulerConfig.from_dict({
-    "actions": "enqueue, allocate, backfill",
-    "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang"}]},
-        {"plugins": [{"name": "predicates"}, {"name": "capacity"}, {"name": "nodeorder"}]},
-    ],
-})  # fmt: skip
+CONFIG = scheduler_config("""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+""")
 
 
 def _node(i: int) -> dict:

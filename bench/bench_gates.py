@@ -14,9 +14,9 @@ from __future__ import annotations
 import statistics
 import time
 
+from bench import scheduler_config
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.cache import SchedulerCache
-from scheduler.config import default_config
 from scheduler.loop import run_cycle
 from tests.fakes import RecordingClusterClient
 
@@ -74,7 +74,7 @@ def timed_cycle(gated: bool) -> tuple[float, dict]:
     cache = build_cache(gated)
     client, queued = RecordingClusterClient(), []
     remover = (lambda ns, name, uid: queued.append(name)) if gated else None
-    report = run_cycle(cache, default_config(), client, now=0.0, gate_remover=remover)
+    report = run_cycle(cache, scheduler_config(), client, now=0.0, gate_remover=remover)
     figures = {
         "bound": len(client.of("bind")),
         "gate removals queued": len(queued),

@@ -75,3 +75,11 @@ def test_before_a_report_carries_a_configuration_the_page_says_so(client):
 
     assert "has not reported its configuration yet" in page
     assert "<dt>Actions</dt>" not in page
+
+
+def test_the_mode_shown_is_the_one_the_latest_cycle_ran_in(client, settings):
+    settings.SLUICE_MODE = "observe"  # the web server's setting may differ from the worker's
+    data = cycle_report(time.time())  # a cycle that ran in act mode
+    store_cycle_report(data)
+    page = client.get("/scheduler/").content.decode()
+    assert "<dt>Mode</dt><dd>act</dd>" in page
