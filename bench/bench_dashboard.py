@@ -11,11 +11,21 @@ test client; the figure is the server time per request. Target: p95 under 50 ms.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
+
+from kombu.compression import compress
+from kombu.serialization import dumps
+
+from scheduler.api.report import CycleReport, PodState, QueueReport, WaitingPod
+from scheduler.api.status import Code, Status
+
+# Django and the dashboard are imported inside the functions on purpose: the settings read
+# DATABASE_URL when first imported, and it must name this run's temporary database first.
 
 QUEUES, PODS_PER_QUEUE = 100, 500
 WEEK, HOUR, MINUTE = 7 * 86400, 3600, 60
@@ -77,7 +87,6 @@ def _figures(q: int, t: float) -> dict:
 
 def _write_history(now: float) -> tuple[int, int]:
     """Cycles and samples straight through SQL: a week of them in seconds, not minutes."""
-    import json
 
     from django.db import connection, transaction
 
@@ -119,8 +128,6 @@ def _write_history(now: float) -> tuple[int, int]:
 
 def _latest_report(now: float) -> dict:
     """A CycleReport's JSON (``to_json()``): 100 queues, 50,000 waiting pods."""
-    from scheduler.api.report import CycleReport, PodState, QueueReport, WaitingPod
-    from scheduler.api.status import Code, Status
 
     full = Status(
         Code.QUEUE_FULL, "capacity", "queue resource quota insufficient: insufficient cpu"
@@ -149,8 +156,6 @@ def _latest_report(now: float) -> dict:
 
 def _print_message_figures(report: dict) -> None:
     """What sending the report costs the scheduler worker: kombu's JSON, then its zlib."""
-    from kombu.compression import compress
-    from kombu.serialization import dumps
 
     from dashboard.tasks.history import store_cycle_report
 

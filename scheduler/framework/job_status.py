@@ -103,10 +103,12 @@ def _phase(job: JobInfo, unschedulable: bool) -> str:
     Completed when every scheduled task finished."""
     if job.count(TaskStatus.RUNNING) and unschedulable:
         return PG_UNKNOWN
-    scheduled = sum(job.count(s) for s in SCHEDULED_STATUSES)
-    completed = job.count(TaskStatus.SUCCEEDED) + job.count(TaskStatus.FAILED)
-    releasing = job.index.get(TaskStatus.RELEASING, {}).values()
-    scheduled += sum(1 for task in releasing if task.node_name)
+    index = job.index
+    scheduled = sum(len(index[s]) for s in SCHEDULED_STATUSES if s in index)
+    completed = len(index.get(TaskStatus.SUCCEEDED, ())) + len(index.get(TaskStatus.FAILED, ()))
+    releasing = index.get(TaskStatus.RELEASING)
+    if releasing:
+        scheduled += sum(1 for task in releasing.values() if task.node_name)
     if scheduled >= job.min_available:
         return PG_COMPLETED if scheduled == completed else PG_RUNNING
     return job.phase if job.phase == PG_INQUEUE else PG_PENDING

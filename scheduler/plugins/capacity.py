@@ -18,14 +18,13 @@ Where Sluice differs on purpose:
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
 from scheduler.api.labels import ROOT_QUEUE
 from scheduler.api.quantity import CPU, MEMORY, PODS
 from scheduler.api.queue_info import QueueInfo
-from scheduler.api.resource import Resource, exceeded_part
+from scheduler.api.resource import INFINITE, Resource, exceeded_part
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins.base import Plugin
@@ -83,13 +82,21 @@ class CapacityPlugin(Plugin):
     def _queue_order(self, queue: QueueInfo) -> tuple:
         """Priority first; then the lower share, a queue with a deserved share before a
         best-effort one at equal shares (Volcano's compareShareWithDeserved). With the
-        hierarchy, Volcano's comparison of two queues by their ancestors (``_TreeOrder``)."""
+        hierarchy, leaves before parents, and Volcano's comparison of two leaves by their
+        ancestors."""
         attr = self.attrs.get(queue.name)
         if attr is None:
             return (-queue.priority, 1)
         if not self.hierarchy:
             return (-queue.priority, _share_key(attr))
-        return (-queue.priority, _TreeOrder(attr))
+        if not attr.is_leaf:
+            return (-queue.priority, 1, (_share_key(attr),))
+        # The path from just below root down to the queue: two leaves compare by their
+        # ancestors just below the deepest one they share, then by themselves. Root is common
+        # to all and its share moves with every allocation, so it is left out: a key waiting
+        # in a heap must not go stale on a figure every queue shares.
+        below_root = attr.chain[:-1] if attr.chain[-1].name == ROOT_QUEUE else attr.chain
+        return (-queue.priority, 0, tuple(_share_key(a) for a in reversed(below_root)))
 
     def _victim_queue_order(self, queue: QueueInfo, preemptor: QueueInfo) -> int:
         """Victims of the queue that shares the deeper ancestor with the preemptor's go first
@@ -144,9 +151,10 @@ class CapacityPlugin(Plugin):
         min_req = job.min_resources
         if min_req is None or min_req.is_empty():
             return SUCCESS
-        for level in attr.chain:
+        dims = _dims(min_req)
+        for level in _limiting(attr, dims):
             future = min_req.clone().add(level.allocated).add(level.inqueue).sub(level.elastic)
-            short = future.insufficient(level.real_capability, _dims(min_req))
+            short = future.insufficient(level.real_capability, dims)
             if short:
                 where = "" if level is attr else f" (parent queue {level.name})"
                 message = (
@@ -167,9 +175,10 @@ class CapacityPlugin(Plugin):
         if attr is None:
             return status
         reserved = self.gates.held_by_others(queue.name, task)
-        for level in attr.chain:
+        dims = _dims(task.resreq)
+        for level in _limiting(attr, dims):
             future = level.allocated.clone().add(reserved).add(task.resreq)
-            short = future.insufficient(level.real_capability, _dims(task.resreq))
+            short = future.insufficient(level.real_capability, dims)
             if short:
                 message = _limit_message(level, short, reserved, task)
                 return Status(Code.QUEUE_FULL, self.name, message)
@@ -274,46 +283,7 @@ class CapacityPlugin(Plugin):
 
 
 def _share_key(attr: QueueAttr) -> tuple[float, int]:
-    return (attr.share, 1 if attr.deserved.is_empty() else 0)
-
-
-@functools.total_ordering
-class _TreeOrder:
-    """Volcano's hierarchical queue order, compared live (shares change as the cycle
-    allocates, and keys wait in heaps): leaves before parents; two parents by their shares;
-    two leaves by their ancestors just below the deepest ancestor they share (or themselves)."""
-
-    __slots__ = ("attr",)
-
-    def __init__(self, attr: QueueAttr) -> None:
-        self.attr = attr
-
-    def _compare(self, other: _TreeOrder) -> int:
-        a, b = self.attr, other.attr
-        if a is b:
-            return 0
-        if a.is_leaf != b.is_leaf:
-            return -1 if a.is_leaf else 1
-        if a.is_leaf:
-            level = _common_depth(a, b)
-            a, b = _below(a, level), _below(b, level)
-        left, right = _share_key(a), _share_key(b)
-        return (left > right) - (left < right)
-
-    def __lt__(self, other: object) -> bool:
-        return isinstance(other, _TreeOrder) and self._compare(other) < 0
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _TreeOrder) and self._compare(other) == 0
-
-    def __hash__(self) -> int:
-        return hash(self.attr.name)
-
-
-def _below(attr: QueueAttr, level: int) -> QueueAttr:
-    """The queue's ancestor at ``level + 1`` counted from root (0), or the queue itself."""
-    path = [*reversed(attr.ancestors), attr]
-    return path[level + 1] if level + 1 < len(path) else attr
+    return (attr.share, 0 if attr.has_deserved else 1)
 
 
 def _names(r: Resource) -> set[str]:
@@ -324,6 +294,16 @@ def _names(r: Resource) -> set[str]:
 def _dims(req: Resource) -> set[str]:
     """The requested dimensions a queue limit compares (pods are never a queue limit)."""
     return {k for k, v in req.values.items() if v > 0 and k != PODS}
+
+
+def _limiting(attr: QueueAttr, dims: set[str]) -> list[QueueAttr]:
+    """The queue and its ancestors, less those unlimited on every dimension in ``dims`` (an
+    unset root, typically: it cannot refuse, so it is not asked)."""
+    return [
+        level
+        for level in attr.chain
+        if not all(level.real_capability.get(k) == INFINITE for k in dims)
+    ]
 
 
 def _has_relevant_deserved(task: TaskInfo, deserved: Resource) -> bool:

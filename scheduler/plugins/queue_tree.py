@@ -45,6 +45,7 @@ class QueueAttr:
     inqueue_reserved: Resource = field(default_factory=Resource)
     elastic: Resource = field(default_factory=Resource)
     share: float = 0.0
+    has_deserved: bool = False  # set with the share: best effort without one
 
     @property
     def over_deserved(self) -> bool:
@@ -60,7 +61,8 @@ class QueueAttr:
         """Volcano's updateQueueAttrShare: a queue without a deserved share is best effort,
         share 1 (after every queue still below its deserved share); otherwise the largest
         allocated / deserved ratio."""
-        self.share = 1.0 if self.deserved.is_empty() else share(self.allocated, self.deserved)
+        self.has_deserved = not self.deserved.is_empty()
+        self.share = share(self.allocated, self.deserved) if self.has_deserved else 1.0
 
 
 def build_flat(
