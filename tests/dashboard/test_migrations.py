@@ -1,0 +1,88 @@
+"""Migration 0003 (typed states) converts a database written by the previous release: old
+CamelCase states to the report's vocabulary, a kind for every stored transition, the gate
+history onto tracked pods, no "pending" sum in cycle counts, and live state dropped."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BEFORE = [("dashboard", "0002_live_state_and_levels")]
+AFTER = [("dashboard", "0003_typed_states")]
+AT = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def latest_schema_after():
+    """Leave the database at the latest migration for the tests that follow."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(target)
+    return executor.loader.project_state(target).apps
+
+
+def test_0003_converts_what_the_previous_schema_stored():
+    old = migrate(BEFORE)
+    cycle = old.get_model("dashboard", "Cycle").objects.create(
+        started_at=AT, duration_ms=5, mode="act", counts={"Running": 2, "pending": 3}
+    )
+    transition = old.get_model("dashboard", "PodTransition")
+    moves = [  # (from, to, uid) as the old writer recorded them
+        ("Gated", "Pending", "u-gated"),
+        ("Pending", "Binding", "u-bound"),
+        ("Pending", "Pipelined", "u-pipe"),
+        ("Running", "Releasing", "u-evicted"),
+        ("Pipelined", "Pending", "u-pipe"),
+        ("Binding", "Pending", "u-failed"),
+    ]
+    for old_from, old_to, uid in moves:
+        transition.objects.create(
+            cycle=cycle, at=AT, namespace="ns", name=uid, uid=uid, from_state=old_from,
+            to_state=old_to, reason="why",
+        )  # fmt: skip
+    pod = old.get_model("dashboard", "PodState")
+    pod.objects.create(uid="u-gated", namespace="ns", name="g", state="Pending", since=AT)
+    pod.objects.create(uid="u-evicted", namespace="ns", name="e", state="Releasing", since=AT)
+    old.get_model("dashboard", "LiveState").objects.create(key="cycle", data={"old": True})
+
+    new = migrate(AFTER)
+
+    rows = new.get_model("dashboard", "PodTransition").objects.order_by("id")
+    assert [(r.kind, r.from_state, r.to_state) for r in rows] == [
+        ("gate_removed", "gated", "waiting"),
+        ("allocated", "waiting", "binding"),
+        ("pipelined", "waiting", "pipelined"),
+        ("evicted", "running", "terminating"),
+        ("unpipelined", "pipelined", "waiting"),
+        ("bind_failed", "binding", "waiting"),
+    ]
+    assert all(r.message == "why" for r in rows)  # the column was renamed, not emptied
+    tracked = {p.uid: p for p in new.get_model("dashboard", "TrackedPod").objects.all()}
+    assert (tracked["u-gated"].state, tracked["u-gated"].gate_removed) == ("waiting", True)
+    assert (tracked["u-evicted"].state, tracked["u-evicted"].gate_removed) == (
+        "terminating",
+        False,
+    )
+    assert new.get_model("dashboard", "Cycle").objects.get().counts == {"Running": 2}
+    assert not new.get_model("dashboard", "LiveState").objects.exists()
+
+
+def test_0003_runs_on_an_empty_database_and_the_latest_schema_follows():
+    migrate(BEFORE)
+    migrate(AFTER)
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    assert not executor.migration_plan(executor.loader.graph.leaf_nodes())
