@@ -117,3 +117,47 @@ def test_a_pod_with_an_enormous_request_stops_only_itself(sim):
         assert node_of(sim, "other") == "n1"
     finally:
         service.stop()
+
+
+def test_a_configuration_file_that_is_not_utf8_keeps_the_configuration_in_force(sim, tmp_path):
+    """An editor saves the configuration in Latin-1 (``# café`` in a comment). README: "a
+    text that does not load keeps the configuration in force, and the Scheduler page and
+    manage.py schedule say why". ConfigFile.changed calls ``Path.read_text()``, whose
+    UnicodeDecodeError is neither OSError nor ConfigError: it escapes LiveConfig.current, and
+    since the file's (mtime, size) is remembered only after a successful read, *every* later
+    cycle reads it again and raises — the scheduler stops until someone fixes the file.
+    Volcano reads the bytes and keeps the previous configuration when they do not parse."""
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(GOOD)
+    make_node(sim, "n1", cpu="4")
+    make_queue(sim, "default")
+    service = SchedulerService(sim.api_client, config_source=ConfigFile(conf), act=True).start(
+        sync_timeout=5
+    )
+    try:
+        assert service.run_once().config.error == ""
+        before = conf.stat().st_mtime_ns
+        conf.write_bytes(GOOD.encode() + "# caf\u00e9\n".encode("latin-1"))
+        os.utime(conf, ns=(before + 1_000_000_000, before + 1_000_000_000))
+        errors = [service.run_once().config.error for _ in range(2)]
+        assert all(str(conf) in e for e in errors), errors
+        make_pod(sim, "p")
+        cycle(sim, service)
+        assert node_of(sim, "p") == "n1"
+    finally:
+        service.stop()
+
+
+def test_schedule_command_refuses_a_non_utf8_configuration_with_a_clear_error(sim, tmp_path):
+    """``manage.py schedule --scheduler-conf FILE`` turns a configuration that does not load
+    into a CommandError naming ``--scheduler-conf`` (it catches ConfigError and OSError). A
+    file that is not UTF-8 raises UnicodeDecodeError instead: a traceback, not an answer."""
+    from django.core.management import CommandError
+
+    from tests.adversary.helpers import schedule_command
+
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_bytes(GOOD.encode() + "# caf\u00e9\n".encode("latin-1"))
+    kubeconfig = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
+    with pytest.raises(CommandError, match="scheduler-conf"):
+        schedule_command("--kubeconfig", str(kubeconfig), "--once", "--scheduler-conf", str(conf))
