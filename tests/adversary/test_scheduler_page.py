@@ -79,3 +79,35 @@ def test_the_worker_schedules_pods_of_every_scheduler_name_it_calls_its_own(work
     service = scheduling.scheduler_service()
     cycle(sim, service)
     assert node_of(sim, "plain") == "n1"
+
+
+def test_the_queues_page_shows_queues_whose_parent_is_missing_or_cyclic(
+    worker_against, sim, client
+):
+    """README, Queues page: "the hierarchy from each Queue's spec.parent"; README, Bad queue:
+    a queue with a cycle or a missing parent keeps its jobs waiting "with the reason". The
+    page is where a user looks for that queue. tree_rows (dashboard/presenters/queues.py)
+    walks the tree down from root only, so a queue whose parent does not exist (``orphan``)
+    and the two queues of a cycle (``a`` -> ``b`` -> ``a``) are not on the page at all — the
+    bad queues vanish instead of being shown with what is wrong."""
+    from dashboard.tasks.history import store_cycle_report
+    from tests.adversary.helpers import VOLCANO, make_node, make_queue, start_service
+
+    make_node(sim, "n1")
+    make_queue(sim, "default")
+    make_queue(sim, "orphan", parent="missing")
+    for name, parent in (("a", "b"), ("b", "a")):
+        queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                 "metadata": {"name": name}, "spec": {"weight": 1, "parent": parent}}  # fmt: skip
+        sim.custom.create_cluster_custom_object(*VOLCANO, "queues", queue)
+    service = start_service(sim)
+    try:
+        from tests.adversary.helpers import cycle
+
+        store_cycle_report(cycle(sim, service).to_json())
+    finally:
+        service.stop()
+    page = client.get("/queues/").content.decode()
+    assert 'data-queue="default"' in page  # the page rendered the tree
+    shown = {name for name in ("orphan", "a", "b") if f'data-queue="{name}"' in page}
+    assert shown == {"orphan", "a", "b"}
