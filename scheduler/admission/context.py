@@ -2,18 +2,20 @@
 an ``AdmissionContext`` that the loop hands to the check's plugin.
 
 ``Admission`` lives as long as the SchedulerService: it holds the checker (whose Retry state
-must survive between cycles), the snapshot source, the node groups and the risk cache. Each
-cycle it hands out a context with the snapshot of the moment.
+must survive between cycles), the ledger of what was admitted since the snapshot was taken,
+the snapshot source, the node groups and the risk cache. Each cycle it hands out a context
+with the snapshot of the moment.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.admission.check import AdmissionChecker, CheckResult
+from scheduler.admission.ledger import AdmittedLedger
 from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroup
 from scheduler.config import EnqueueArguments, SchedulerConfig
@@ -28,12 +30,20 @@ class AdmissionContext:
     """What one cycle knows about node capacity, and what enqueue decided with it."""
 
     checker: AdmissionChecker
-    snapshot: CapacitySnapshot | None
+    snapshot: CapacitySnapshot | None  # as the resource monitor took it
     enabled: bool = True  # False: risks only, the check never holds a workload
     node_groups: Sequence[NodeGroup] = ()
     risk_cache: dict = field(default_factory=dict)  # podgroup uid -> (key, WorkloadRisk)
     request_snapshot: Callable[[], None] = lambda: None
     results: dict[str, CheckResult] = field(default_factory=dict)  # this cycle's checks
+    ledger: AdmittedLedger = field(default_factory=AdmittedLedger)
+
+    def available(self, without: Collection[str] = ()) -> CapacitySnapshot | None:
+        """The snapshot minus what was admitted since it was taken (but the pods ``without``,
+        the ones being evaluated); None without a snapshot."""
+        if self.snapshot is None:
+            return None
+        return self.ledger.available(self.snapshot, without)
 
 
 class Admission:
@@ -59,6 +69,7 @@ class Admission:
         self.request_refresh = request_refresh
         self.refresh_request_interval_s = refresh_request_interval_s
         self.risk_cache: dict = {}
+        self.ledger = AdmittedLedger()
         self._last_request = float("-inf")
         self._groups: tuple[CapacitySnapshot | None, Sequence[NodeGroup]] = (None, ())
 
@@ -91,6 +102,7 @@ class Admission:
             node_groups=self._groups_for(snapshot),
             risk_cache=self.risk_cache,
             request_snapshot=self._request_snapshot,
+            ledger=self.ledger,
         )
 
     def _groups_for(self, snapshot: CapacitySnapshot | None) -> Sequence[NodeGroup]:

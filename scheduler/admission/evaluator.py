@@ -17,14 +17,21 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.admission.monitor import GUARANTEED, Basis, CapacitySnapshot, pod_demand, qos_class
+from scheduler.admission.monitor import (
+    GUARANTEED,
+    UNLIMITED,
+    Basis,
+    CapacitySnapshot,
+    free_row,
+    pod_demand,
+    qos_class,
+)
 from scheduler.admission.packing import Packing, exact_search, greedy, overload, pod_without_node
 from scheduler.api import node_matching
 from scheduler.api.quantity import PODS, format_resource
 
 DEFAULT_BUDGET_S = 0.05
 _MAX_EXACT_PODS = 400  # deeper searches would hit Python's recursion limit
-_UNLIMITED = 2**62  # a node that does not report a pod limit
 
 
 class Verdict(StrEnum):
@@ -147,16 +154,25 @@ def node_mask(snapshot: CapacitySnapshot, signature: node_matching.PodConstraint
 
 
 def capacity_matrix(snapshot: CapacitySnapshot, resources: Sequence[str]) -> np.ndarray:
-    """Remaining capacity [nodes, resources], negatives clamped to 0, cached per resource list."""
-    key = ("__capacity__", tuple(resources))
-    matrix = snapshot.mask_cache.get(key)
+    """Remaining capacity [nodes, resources], negatives clamped to 0, cached per resource list.
+
+    A snapshot ``minus`` derived starts from its base's matrix and redoes the rows of the
+    nodes something was taken from (``minus`` itself carries matrices already worked out).
+    """
+    key = tuple(resources)
+    matrix = snapshot.capacity_cache.get(key)
     if matrix is None:
-        rows = [
-            [n.remaining.get(r, _UNLIMITED if r == PODS else 0) for r in resources]
-            for n in snapshot.nodes
-        ]
-        matrix = np.maximum(np.array(rows, dtype=np.int64).reshape(-1, len(resources)), 0)
-        snapshot.mask_cache[key] = matrix
+        if snapshot.base is not None:
+            matrix = capacity_matrix(snapshot.base, resources).copy()
+            for i in snapshot.deducted:
+                matrix[i] = free_row(snapshot.nodes[i], resources)
+        else:
+            rows = [
+                [n.remaining.get(r, UNLIMITED if r == PODS else 0) for r in resources]
+                for n in snapshot.nodes
+            ]  # free_row for every node, clamped at once
+            matrix = np.maximum(np.array(rows, dtype=np.int64).reshape(-1, len(resources)), 0)
+        snapshot.capacity_cache[key] = matrix
     return matrix
 
 

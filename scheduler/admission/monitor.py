@@ -2,15 +2,22 @@
 
 ``build_snapshot(nodes, pods, now)`` turns lists of Kubernetes node and pod dicts into a
 ``CapacitySnapshot`` shaped like the KEP's Go structs (``LastCheck``; per node name, uid, labels,
-taints, remaining resources and the Guaranteed pods on it). Only Guaranteed pods reserve
-capacity; Burstable and BestEffort pods are ignored, as the KEP decides. Resources are in
-``scheduler.api.quantity`` engine units (CPU millicores, memory bytes, extended milli-units).
+taints, remaining resources and the pods counted on it). Guaranteed pods reserve their limits
+and a pod slot, as the KEP decides; Burstable and BestEffort pods reserve their extended
+resources only (``counted_demand``). That is a departure from the KEP, which ignores them: an
+extended resource (``nvidia.com/gpu``) cannot be overcommitted — its request must equal its
+limit and the kubelet admits pods by it — so a GPU a Burstable pod holds is a GPU no one else
+gets. Resources are in ``scheduler.api.quantity`` engine units (CPU millicores, memory bytes,
+extended milli-units).
+
+``CapacitySnapshot.minus(used)`` is a snapshot with more taken from some nodes: what was
+admitted since it was taken (``scheduler.admission.ledger``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +26,15 @@ from scheduler.api.requests import Basis, pod_requests
 
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 QOS_RESOURCES = (CPU, MEMORY)  # Kubernetes decides QoS on cpu and memory only.
+UNLIMITED = 2**62  # a node that does not report a pod limit
+# Resources a node may overcommit (or that are not a container's): everything else is extended.
+_NOT_EXTENDED = frozenset({CPU, MEMORY, "ephemeral-storage", "storage", PODS})
+
+
+def is_extended(name: str) -> bool:
+    """An extended resource (``nvidia.com/gpu``): not cpu, memory, ephemeral-storage or
+    hugepages-*. Its request equals its limit and the kubelet admits pods by it."""
+    return name not in _NOT_EXTENDED and not name.startswith("hugepages-")
 
 
 def _where(pod: Mapping[str, Any]) -> str:
@@ -91,12 +107,26 @@ def pod_demand(pod: Mapping[str, Any], basis: Basis = "limits") -> dict[str, int
     return total
 
 
+def extended_demand(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The pod's extended resources (requests, which default to and must equal the limits)."""
+    total = pod_requests(pod, _where(pod), "requests")
+    return {name: units for name, units in total.items() if is_extended(name)}
+
+
+def counted_demand(pod: Mapping[str, Any]) -> dict[str, int]:
+    """What a pod on a node takes from the snapshot: a Guaranteed pod its limits and pod slot
+    (the KEP); any other pod its extended resources only (empty when it has none)."""
+    if qos_class(pod) == GUARANTEED:
+        return pod_demand(pod, "limits")
+    return extended_demand(pod)
+
+
 @dataclass(frozen=True)
 class PodInfo:
     name: str
     uid: str
     namespace: str
-    resources: dict[str, int]  # the pod's limits, engine units
+    resources: dict[str, int]  # what the snapshot counts for the pod (counted_demand), engine units
 
 
 @dataclass(frozen=True)
@@ -119,8 +149,64 @@ class NodeUsage:
 class CapacitySnapshot:
     last_check: datetime
     nodes: list[NodeUsage]
-    # Node masks per scheduling signature; lives and dies with this immutable snapshot.
+    # What depends on the nodes' labels and taints and the pods listed (node masks per
+    # scheduling signature, node dicts, pod uids): shared by the snapshots ``minus`` derives.
     mask_cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # Free capacity matrices [nodes, resources] per resource tuple: this snapshot's own.
+    capacity_cache: dict[tuple[str, ...], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    # For a snapshot ``minus`` derived: the snapshot taken and, per node index, what was taken
+    # from that node's remaining since.
+    base: CapacitySnapshot | None = field(default=None, compare=False, repr=False)
+    deducted: Mapping[int, Mapping[str, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def pod_uids(self) -> frozenset[str]:
+        """The uids of the pods this snapshot counts on its nodes."""
+        uids = self.mask_cache.get("__pod_uids__")
+        if uids is None:
+            uids = frozenset(p.uid for n in self.nodes for p in n.pods if p.uid)
+            self.mask_cache["__pod_uids__"] = uids
+        return uids
+
+    def minus(self, used: Mapping[str, Mapping[str, int]]) -> CapacitySnapshot:
+        """This snapshot with ``used`` (node name -> engine units; negative units give back)
+        also taken from those nodes' remaining; unknown node names are ignored. Labels and
+        taints are the same, so node masks are shared; ``last_check`` stays the time it was
+        taken. Costs the nodes ``used`` touches: capacity matrices already worked out for
+        this snapshot are carried over with those rows redone."""
+        base = self.base or self
+        index = base.mask_cache.get("__index__")
+        if index is None:
+            index = {n.node_name: i for i, n in enumerate(base.nodes)}
+            base.mask_cache["__index__"] = index
+        deducted = dict(self.deducted)
+        nodes = list(self.nodes)
+        touched = []
+        for name, units in used.items():
+            i = index.get(name)
+            if i is None or not units:
+                continue
+            total = dict(deducted.get(i, {}))
+            _add(total, units)
+            deducted[i] = total
+            remaining = dict(nodes[i].remaining)
+            _add(remaining, {k: -v for k, v in units.items() if k != PODS or PODS in remaining})
+            nodes[i] = replace(nodes[i], remaining=remaining)
+            touched.append(i)
+        if not touched:
+            return self
+        derived = CapacitySnapshot(
+            base.last_check, nodes, base.mask_cache, base=base, deducted=deducted
+        )
+        for resources, matrix in self.capacity_cache.items():
+            carried = matrix.copy()
+            for i in touched:
+                carried[i] = free_row(nodes[i], resources)
+            derived.capacity_cache[resources] = carried
+        return derived
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON with the KEP's field names, for a cache or a Celery result."""
@@ -163,13 +249,20 @@ def _node_json(node: NodeUsage) -> dict[str, Any]:
     }
 
 
+def free_row(node: NodeUsage, resources: Sequence[str]) -> list[int]:
+    """A node's free capacity of ``resources``: negatives as 0, an unreported pod limit as
+    unlimited."""
+    return [max(node.remaining.get(r, UNLIMITED if r == PODS else 0), 0) for r in resources]
+
+
 def _occupies_node(pod: Mapping[str, Any]) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return bool((pod.get("spec") or {}).get("nodeName")) and phase not in ("Succeeded", "Failed")
 
 
 def node_usage(node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()) -> NodeUsage:
-    """One node's usage: allocatable minus the limits of ``pods`` (Guaranteed pods bound to it)."""
+    """One node's usage: allocatable minus what ``pods`` (bound to it) take from it
+    (``counted_demand``: a Guaranteed pod's limits, another pod's extended resources)."""
     meta, status = node.get("metadata") or {}, node.get("status") or {}
     name = meta.get("name") or ""
     where = f"node {name}"
@@ -177,7 +270,9 @@ def node_usage(node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()) 
     remaining = parse_resource_list(allocatable, obj=where, field="status.allocatable")
     infos = []
     for pod in pods:
-        demand = pod_demand(pod, "limits")
+        demand = counted_demand(pod)
+        if not demand:
+            continue
         _add(remaining, {k: -v for k, v in demand.items() if k != PODS or PODS in remaining})
         pod_meta = pod.get("metadata") or {}
         limits = {k: v for k, v in demand.items() if k != PODS}
@@ -203,10 +298,11 @@ def node_usage(node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()) 
 def build_snapshot(
     nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], now: datetime
 ) -> CapacitySnapshot:
-    """The KEP's Snapshot: remaining = allocatable minus limits of Guaranteed pods bound there."""
+    """The KEP's Snapshot: remaining = allocatable minus the limits of the Guaranteed pods bound
+    there and (unlike the KEP) the extended resources of the other pods bound there."""
     by_node: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:
-        if _occupies_node(pod) and qos_class(pod) == GUARANTEED:
+        if _occupies_node(pod):
             by_node.setdefault(pod["spec"]["nodeName"], []).append(pod)
     usages = [
         node_usage(n, by_node.get((n.get("metadata") or {}).get("name") or "", [])) for n in nodes

@@ -4,8 +4,11 @@ as a plugin of the enqueue action: PodGroup Pending -> Inqueue.
 The scheduler attaches it in its own tier after the configured ones, so its ``job_enqueueable``
 runs after the queue plugin's: as in Kueue, only a job its queue accepted is evaluated. Ready
 admits; Retry and Pending keep the PodGroup Pending with a ``NodeCapacityAvailable`` condition
-and, when the state or reason changes, an event that says why. At the session's end it forgets
-the PodGroups that are gone and works out every pending workload's false-admission risk.
+and, when the state or reason changes, an event that says why. A workload is evaluated against
+the snapshot minus what was admitted since it was taken (the context's ledger, which every
+admission adds to and which is brought up to date at the session's start and end). At the
+session's end it forgets the PodGroups that are gone and works out every pending workload's
+false-admission risk.
 """
 
 from __future__ import annotations
@@ -15,18 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.admission.check import CONDITION_TYPE, CheckResult
 from scheduler.admission.context import AdmissionContext
+from scheduler.admission.evaluator import evaluate
+from scheduler.admission.monitor import CapacitySnapshot, extended_demand
 from scheduler.admission.report import workload_risks, workload_uid
 from scheduler.admission.source import as_datetime
-from scheduler.api.job_info import JobInfo
+from scheduler.api.job_info import PG_PENDING, JobInfo
 from scheduler.api.report import CheckState, WorkloadRisk
 from scheduler.api.status import SUCCESS, Code, Status
-from scheduler.api.task_info import TaskStatus
+from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins.base import Plugin
 
 if TYPE_CHECKING:
     from scheduler.framework.session import Session
 
 _COMPARED = ("status", "reason", "message")
+_FINISHED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+_PLACEMENT_BUDGET_S = 0.005  # placing an unchecked workload for the ledger: a quick look
 
 
 class NodeCapacityPlugin(Plugin):
@@ -39,6 +46,7 @@ class NodeCapacityPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        _reconcile(ssn, self.context)
         if self.context.enabled:
             ssn.add_admission_check_fn(self, self.job_enqueueable)
 
@@ -46,24 +54,58 @@ class NodeCapacityPlugin(Plugin):
         """Forget PodGroups that no longer exist; the risks of those still waiting."""
         jobs = [*ssn.jobs.values(), *ssn.skipped_jobs.values()]
         self.context.checker.retain({workload_uid(j) for j in jobs})
+        _reconcile(ssn, self.context)  # the pods allocate bound count on their nodes
         self.risks = workload_risks(ssn.jobs.values(), self.context)
 
     def job_enqueueable(self, job: JobInfo) -> Status:
         """Admit ``job`` if the check says Ready; otherwise why it stays Pending."""
         ctx = self.context
         uid = workload_uid(job)
-        result = ctx.checker.check(
-            _identity(job, uid), _unbound_pods(job), ctx.snapshot, as_datetime(self.ssn.now)
-        )
+        pending = _pending(job)
+        pods = [t.pod for t in pending]  # bound pods are in the snapshot or the ledger
+        available = ctx.available(without=[t.uid for t in pending])
+        now = as_datetime(self.ssn.now)
+        result = ctx.checker.check(_identity(job, uid), pods, available, now)
         ctx.results[uid] = result
         if result.state is CheckState.PENDING:
             ctx.request_snapshot()
         _record(self.ssn, job, result)
         if result.admit:
             ctx.checker.forget(uid)  # an admitted PodGroup is never checked again
+            # Used from now on, until a snapshot shows its pods on their nodes.
+            ctx.ledger.record(uid, pods, _placement(result, pods, available), now)
             return SUCCESS
         message = f"node-capacity check {result.state.value}: {result.message}"
         return Status(Code.ADMISSION_HELD, self.name, message)
+
+
+def _reconcile(ssn: Session, ctx: AdmissionContext) -> None:
+    """Bring the ledger up to date with the session: the admitted workloads still there (not
+    back to Pending) with their live pods and the nodes they are bound to."""
+    if not ctx.ledger.workloads:
+        return
+    admitted = {}
+    for job in [*ssn.jobs.values(), *ssn.skipped_jobs.values()]:
+        uid = workload_uid(job)
+        if uid in ctx.ledger and job.phase != PG_PENDING:
+            admitted[uid] = {
+                t.uid: t.node_name for t in job.tasks.values() if t.status not in _FINISHED
+            }
+    ctx.ledger.reconcile(ctx.snapshot, admitted)
+
+
+def _placement(
+    result: CheckResult, pods: list[Mapping[str, Any]], available: CapacitySnapshot | None
+) -> dict[str, str] | None:
+    """Where the ledger counts the admitted pods until they are bound: the evaluator's
+    placement. A workload admitted unchecked (not Guaranteed) has none; when it holds
+    extended resources, which the snapshot counts, it is placed here for the ledger alone."""
+    evaluation = result.evaluation
+    if evaluation is None or evaluation.placement is not None:
+        return None if evaluation is None else evaluation.placement
+    if evaluation.checked or available is None or not any(extended_demand(p) for p in pods):
+        return None  # e.g. admitted undecided (admitUnknown): counted once bound
+    return evaluate(pods, available, basis="requests", budget_s=_PLACEMENT_BUDGET_S).placement
 
 
 def _identity(job: JobInfo, uid: str) -> Mapping[str, Any]:
@@ -72,10 +114,10 @@ def _identity(job: JobInfo, uid: str) -> Mapping[str, Any]:
     return {"metadata": {"uid": uid, "namespace": job.namespace, "name": job.name}}
 
 
-def _unbound_pods(job: JobInfo) -> list[Mapping[str, Any]]:
-    """The pods still to place; bound Guaranteed pods are already in the snapshot."""
+def _pending(job: JobInfo) -> list[TaskInfo]:
+    """The pods still to place, in creation order."""
     pending = job.index.get(TaskStatus.PENDING, {}).values()
-    return [t.pod for t in sorted(pending, key=lambda t: (t.creation, t.uid))]
+    return sorted(pending, key=lambda t: (t.creation, t.uid))
 
 
 def _record(ssn: Session, job: JobInfo, result: CheckResult) -> None:

@@ -1,10 +1,11 @@
 """False-admission risk for the cycle report: every Pending, or Inqueue but not yet running,
 workload gets a risk class and the evaluator's explanation.
 
-Evaluations are cached per (PodGroup uid, its pods' resourceVersions, snapshot time, queue
-verdict): an unchanged workload is not evaluated again every cycle. A cycle spends at most
-``budget_s`` on new evaluations; a workload not reached keeps its previous figure, if any,
-and is assessed in a later cycle.
+Workloads are assessed against the snapshot minus what was admitted since it was taken (the
+ledger), their own pods left out. Evaluations are cached per (PodGroup uid, its pods'
+resourceVersions, snapshot time, ledger revision, queue verdict): an unchanged workload is not
+evaluated again every cycle. A cycle spends at most ``budget_s`` on new evaluations; a
+workload not reached keeps its previous figure, if any, and is assessed in a later cycle.
 """
 
 from __future__ import annotations
@@ -67,15 +68,17 @@ def _cached_or_assessed(
 ) -> WorkloadRisk | None:
     # The queue refused it this cycle: it waits for its queue, whatever the nodes hold.
     queue_has_room = not (job.job_fit_error is not None and job.job_fit_error.queue_limited)
-    snapshot = ctx.snapshot
-    if snapshot is None:
+    if ctx.snapshot is None:
         return None
     versions = tuple(sorted((t.uid, _version(t.pod)) for t in job.tasks.values()))
-    key = (versions, snapshot.last_check, queue_has_room)
+    key = (versions, ctx.snapshot.last_check, ctx.ledger.revision, queue_has_room)
     cached = ctx.risk_cache.get(uid)
     if cached is not None and (cached[0] == key or not may_evaluate):
         return _with_current_state(cached[1], ctx, job, uid)
     if not may_evaluate:
+        return None
+    snapshot = ctx.available(without=job.tasks.keys())
+    if snapshot is None:
         return None
     pods = [t.pod for t in job.tasks.values()]
     risk = assess_risk(pods, snapshot, node_groups=ctx.node_groups, queue_has_room=queue_has_room)

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from scheduler.admission.evaluator import Verdict, evaluate, evaluate_workload
+from scheduler.admission.evaluator import Verdict, capacity_matrix, evaluate, evaluate_workload
+from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.packing import greedy
 from tests.builders import node, pod
 from tests.scheduler.admission.helpers import snapshot_of, story1_snapshot
@@ -225,3 +226,19 @@ def test_masks_are_cached_per_signature_on_the_snapshot():
 @pytest.mark.parametrize("count", [0])
 def test_empty_workload_fits(count):
     assert evaluate(gang("w", count, "1"), story1_snapshot()).fits
+
+
+def test_a_derived_snapshot_has_the_capacity_of_its_nodes():
+    """Matrices carried over by ``minus`` and those worked out later both equal a snapshot
+    built from the derived nodes; deductions past zero clamp, giving back restores."""
+    snap = snapshot_of([node(f"n{i}", "4", gpu="1") for i in range(3)])
+    resources = ["cpu", "memory", "pods"]
+    carried = capacity_matrix(snap, resources)  # worked out before deriving
+    derived = snap.minus({"n1": {"cpu": 5000, "pods": 1}, "n2": {"nvidia.com/gpu": 1000}})
+    derived = derived.minus({"n0": {"cpu": 1000}, "n1": {"cpu": -500}})
+    plain = CapacitySnapshot(derived.last_check, derived.nodes)
+    for wanted in (resources, ["cpu", "nvidia.com/gpu"]):
+        assert (capacity_matrix(derived, wanted) == capacity_matrix(plain, wanted)).all()
+    assert capacity_matrix(derived, resources)[:, 0].tolist() == [3000, 0, 4000]
+    assert capacity_matrix(snap, resources) is carried  # the base keeps its own
+    assert evaluate_workload(gang("w", 1, "4"), derived).placement == {"ml/w-0": "n2"}
