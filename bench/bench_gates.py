@@ -73,7 +73,7 @@ def build_cache(gated: bool) -> SchedulerCache:
 def timed_cycle(gated: bool) -> tuple[float, dict]:
     cache = build_cache(gated)
     client, queued = RecordingClusterClient(), []
-    remover = (lambda ns, name, uid: queued.append(name)) if gated else None
+    remover = (lambda ns, name, uid, since: queued.append(name)) if gated else None
     report = run_cycle(cache, scheduler_config(), client, now=0.0, gate_remover=remover)
     figures = {
         "bound": len(client.of("bind")),

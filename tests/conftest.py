@@ -10,6 +10,10 @@ import time
 
 import pytest
 
+from scheduler import loop
+from tests.fakes import RecordingClusterClient
+from tests.invariants import check_cycle, recorded_conditions
+
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # inside one unless told it is safe, which it is here (one thread, test database).
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -36,6 +40,22 @@ def require_binary(name: str, *, fallback: str | None = None) -> str:
     if in_ci():
         pytest.fail(f"{message}; CI must run these tests (.ci/run installs it)")
     pytest.skip(f"{message}; install it to run these tests")
+
+
+@pytest.fixture(autouse=True)
+def _queue_waits_are_never_unschedulable(monkeypatch):
+    """After every cycle a test runs against a recording client, check that no pod waiting
+    for its queue was marked Unschedulable (tests/invariants.py). Cycles against a simulated
+    cluster are checked by tests/e2e/harness.py, which can read the pods back."""
+    real = loop._run
+
+    def checked(cache, config, client, *args, **kwargs):
+        report = real(cache, config, client, *args, **kwargs)
+        if isinstance(client, RecordingClusterClient):
+            check_cycle(report, recorded_conditions(client))
+        return report
+
+    monkeypatch.setattr(loop, "_run", checked)
 
 
 @pytest.fixture(autouse=True)

@@ -37,8 +37,8 @@ class RecordingClusterClient:
     def evict(self, pod: Obj, reason: str) -> None:
         self._call("evict", pod, reason)
 
-    def remove_scheduling_gate(self, pod: Obj) -> None:
-        self._call("remove_scheduling_gate", pod)
+    def remove_scheduling_gate(self, pod: Obj, reserved_at: str | None = None) -> None:
+        self._call("remove_scheduling_gate", pod, *([reserved_at] if reserved_at else []))
 
     def patch_pod_condition(self, pod: Obj, condition: dict) -> None:
         self._call("patch_pod_condition", pod, condition)

@@ -41,7 +41,9 @@ _OUTCOME_COUNTER = {
     max_retries=5,
     soft_time_limit=30,
 )
-def remove_gate(self, namespace: str, name: str, uid: str | None) -> str:
+def remove_gate(
+    self, namespace: str, name: str, uid: str | None, reserved_at: str | None = None
+) -> str:
     conflicts = 0
 
     def on_conflict() -> None:
@@ -50,7 +52,9 @@ def remove_gate(self, namespace: str, name: str, uid: str | None) -> str:
 
     cluster = KubeClusterClient(kube.api_client())
     try:
-        outcome = remove_gate_now(cluster, namespace, name, uid, on_conflict=on_conflict)
+        outcome = remove_gate_now(
+            cluster, namespace, name, uid, reserved_at=reserved_at, on_conflict=on_conflict
+        )
     except ApiError as exc:
         log.warning("gate removal failed: %s", exc, extra={"object": f"pod {namespace}/{name}"})
         gate_stats.add({"failed": 1, "conflicts": conflicts})
@@ -59,6 +63,6 @@ def remove_gate(self, namespace: str, name: str, uid: str | None) -> str:
     return outcome.value
 
 
-def queue_gate_removal(namespace: str, name: str, uid: str) -> None:
+def queue_gate_removal(namespace: str, name: str, uid: str, reserved_at: str | None = None) -> None:
     """The scheduling cycle's GateRemover under Celery: send, never wait."""
-    remove_gate.apply_async((namespace, name, uid), queue="gates")
+    remove_gate.apply_async((namespace, name, uid, reserved_at), queue="gates")

@@ -13,7 +13,6 @@ import numpy as np
 
 from scheduler.api.helpers import (
     has_only_volcano_scheduling_gate,
-    has_queue_allocation_gate_annotation,
     scheduling_gates,
 )
 from scheduler.api.job_info import PG_INQUEUE, JobInfo
@@ -21,8 +20,9 @@ from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.framework.job_status import gang_cause
 from scheduler.framework.session import Session
-from scheduler.framework.statement import Statement
+from scheduler.framework.statement import Op, Statement
 from scheduler.plugins.predicates import fit_error_message, resource_reasons
 
 JobsByQueue = dict[str, list[tuple[tuple, str]]]  # queue -> heap of (job order key, job uid)
@@ -93,57 +93,67 @@ def _allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[Tas
 
     Three ways out (pipeline cache persistence design, change 2): ready -> commit; pipelined
     -> commit too, so the decisions persist; neither -> discard, freeing what the session
-    reserved for it.
+    reserved for it. A gated member's gate goes only with its gang's: when the members its
+    queue admits reach the gang's minimum, all of them are ungated together (to wait for nodes
+    in the open, holding their reservations); below it, none is — a gang that does not fit its
+    queue stays gated, holds nothing, and never looks Unschedulable.
     """
     stmt = Statement(ssn)
     more = False
+    admitted = job.ready_task_num()  # members running, bound or binding already
     while tasks:
-        _allocate_task(ssn, stmt, queue, job, tasks.popleft())
+        admitted += _allocate_task(ssn, stmt, queue, job, tasks.popleft())
         if ssn.job_ready(job) and tasks:
             more = True
             break
     if ssn.job_ready(job) or ssn.job_pipelined(job):
         ssn.cleanup_reservations(stmt)
         stmt.commit()
+        return more
+    placed = [op.task for op in stmt.operations if op.name is not Op.UNGATE]
+    if admitted >= job.min_available:
+        stmt.commit_ungates_only()
     else:
-        placed = [op.task for op in stmt.operations]
         stmt.discard()
-        _explain_gang(ssn, job, placed)
+    _explain_gang(ssn, job, placed)
     return more
 
 
 def _allocate_task(
     ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, task: TaskInfo
-) -> None:
+) -> bool:
+    """Try one task; True when its queue admits it (its check passed, or it continues a
+    persisted pipeline), whether or not a node was found."""
     if task.status == TaskStatus.PIPELINED:
         if _continue_pipeline(ssn, stmt, task):
-            return
+            return True
         stmt.unpipeline(task)  # the nominated node no longer fits it: look again (problem 2)
-    if task.best_effort:
-        return  # best-effort tasks are the backfill action's
     if task.sch_gated and not has_only_volcano_scheduling_gate(task.pod):
-        ssn.wait(task, _gated(task))
-        return
+        ssn.wait(task, _gated(task))  # another controller's gate: not ours to lift
+        return False
+    if task.best_effort and not task.sch_gated:
+        return True  # best-effort tasks are the backfill action's
     refusal = ssn.allocatable(queue, task)
     if not refusal.ok:
         job.nodes_fit_errors[task.uid] = refusal
         ssn.wait(task, refusal)
-        return
+        return False
     if task.sch_gated:
-        if not has_queue_allocation_gate_annotation(task.pod):
-            ssn.wait(task, _gated(task))
-            return
-        # The queue has room: let the pod be seen (gate-controlled scheduling design).
-        ssn.writer.remove_gate(task)
-        task.sch_gated = False
+        # Only our gate, and the queue has room: let the pod be seen (gate-controlled
+        # scheduling design) — with its gang's, at the statement's end. A pod whose opt-in
+        # annotation was removed is let through too, holding no reservation.
+        stmt.ungate(task)
+        if task.best_effort:
+            return True  # backfill places it
     previous = task.last_transaction.nominated_node_name if task.last_transaction else ""
     node, pipelined = _select_node(ssn, job, task, prefer=ssn.nodes.get(previous))
     if node is None:
-        return
+        return True
     if pipelined:
         stmt.pipeline(task, node)
     else:
         stmt.allocate(task, node)
+    return True
 
 
 def _gated(task: TaskInfo) -> Status:
@@ -204,11 +214,13 @@ def _select_node(
 
 
 def _explain_gang(ssn: Session, job: JobInfo, placed: list[TaskInfo]) -> None:
+    """The members placed for nothing wait for the rest of their gang — for what the rest
+    lacks: nodes (an autoscaler should see the gang), or their queue (it should not)."""
     ready = job.ready_task_num()
     message = (
         f"gang of {job.min_available} not ready: {ready} running or allocated, "
         f"{len(placed)} more could be placed this cycle"
     )
-    status = Status(Code.GANG, "gang", message)
+    status = Status(gang_cause(job.nodes_fit_errors.values(), job.job_fit_error), "gang", message)
     for task in placed:
         ssn.wait(task, status)

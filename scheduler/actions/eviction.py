@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from scheduler.api.helpers import has_only_volcano_scheduling_gate
 from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import PREEMPTABLE
 from scheduler.api.node_info import NodeInfo
@@ -107,9 +108,18 @@ def starving_jobs_by_queue(ssn: Session) -> dict[str, list[JobInfo]]:
     return out
 
 
-def pending_tasks(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-    """The job's pending tasks that may evict for room (not gated), in task order."""
-    return sorted((t for t in job.pending_tasks() if not t.sch_gated), key=ssn.task_order_key)
+def pending_tasks(ssn: Session, job: JobInfo, *, ours_gated: bool = False) -> list[TaskInfo]:
+    """The job's pending tasks that may evict for room, in task order: ungated ones, and with
+    ``ours_gated`` those held only by our queue-allocation gate (preempt lifts it when the
+    evictions make room in their queue)."""
+    return sorted(
+        (
+            t
+            for t in job.pending_tasks()
+            if not t.sch_gated or (ours_gated and has_only_volcano_scheduling_gate(t.pod))
+        ),
+        key=ssn.task_order_key,
+    )
 
 
 def running_candidates(

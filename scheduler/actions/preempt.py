@@ -8,6 +8,10 @@ preemptorFitsOnNode; a node where that never happens is abandoned and its evicti
 The job's evictions stand only if the job ends up pipelined. Then, within each starving job,
 a pending task may evict lower-priority tasks of its own job.
 
+A pod held only by our queue-allocation gate preempts too (Volcano's priority semantics survive
+opting in): it waits gated because its queue is full, and evicting lower-priority pods of its
+queue is what makes the room; its gate is lifted with the evictions, and kept if none stand.
+
 A pod with ``preemptionPolicy: Never`` never evicts others; a best-effort pod only evicts
 best-effort pods (which Volcano lets it do for the pod slot, issue #3335); pods annotated or
 labelled ``volcano.sh/preemptable: "false"`` are never victims.
@@ -46,7 +50,7 @@ def execute(ssn: Session) -> None:
 
 def _between_jobs(ssn: Session, job: JobInfo) -> None:
     stmt = Statement(ssn)
-    for task in pending_tasks(ssn, job):
+    for task in pending_tasks(ssn, job, ours_gated=True):
         if not ssn.job_starving(job):
             break
 
@@ -69,7 +73,7 @@ def _within_job(ssn: Session, job: JobInfo) -> None:
     Here the phase's decisions stand only if the job is then pipelined, as in the first
     phase: gangs stay all-or-nothing (README, "Differences from Volcano")."""
     stmt = Statement(ssn)
-    for task in pending_tasks(ssn, job):
+    for task in pending_tasks(ssn, job, ours_gated=True):
 
         def same_job(victim: TaskInfo, task: TaskInfo = task) -> bool:
             return victim.job_id == task.job_id and _best_effort_rule(task, victim)
@@ -96,10 +100,15 @@ def _preempt(
     def candidates(node: NodeInfo) -> list[TaskInfo]:
         return running_candidates(node, keep, PREEMPTABLE_STATUSES)
 
-    return evict_on_nodes(
+    gated = task.sch_gated
+    stmt.ungate(task)  # tried as the pod it becomes once its queue has room
+    placed = evict_on_nodes(
         ssn, stmt, task, nodes_by_score(ssn, task), candidates, ssn.preemptable, fits,
         "preempted for",
     )  # fmt: skip
+    if gated and not placed:
+        stmt.take_back_ungate(task)
+    return placed
 
 
 def _room_now(ssn: Session, task: TaskInfo) -> bool:

@@ -17,8 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.helpers import has_queue_allocation_gate_annotation
+from scheduler.api.helpers import InputError, has_queue_allocation_gate_annotation
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from scheduler.api.quantity import QuantityError
+from scheduler.api.requests import pod_requests
+from scheduler.api.resource import Resource
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,10 @@ def pod_mutation(
     if spec.get("nodeName"):
         # Kubernetes rejects a pod with both nodeName and gates; a pre-bound pod skips us.
         return None
+    if _best_effort(pod):
+        # A best-effort pod asks its queue for nothing: there is no room to wait for, and
+        # gating it would only hold it back (the backfill action places it at once).
+        return None
     patch: list[dict] = []
     if not annotated:
         patch.append(_annotation_op(annotations))
@@ -98,6 +105,13 @@ def pod_mutation(
         return None
     reason = "pod annotation" if annotated else "namespace label"
     return Mutation(patch=patch, reason=reason)
+
+
+def _best_effort(pod: dict) -> bool:
+    try:
+        return Resource(pod_requests(pod, "pod")).is_empty()
+    except (InputError, QuantityError, TypeError, ValueError):
+        return False  # a request we cannot read: gate it, the scheduler reports the field
 
 
 def _annotation_op(annotations: dict) -> dict:

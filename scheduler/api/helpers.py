@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
-from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE, QUEUE_RESERVATION_ANNOTATION
 
 
 class InputError(ValueError):
@@ -52,6 +53,24 @@ def scheduling_gates(pod: Mapping[str, Any]) -> list[str]:
 def has_queue_allocation_gate_annotation(pod: Mapping[str, Any]) -> bool:
     """The pod opted in to gate-controlled scheduling (Volcano's gate-controlled scheduling design)."""
     return annotations_of(pod).get(QUEUE_ALLOCATION_GATE) == "true"
+
+
+def reservation_since(pod: Mapping[str, Any]) -> float | None:
+    """When the pod's gate reservation began (the time Sluice removed its gate after its queue
+    check passed), from its annotation; None without one, or when it cannot be read."""
+    value = annotations_of(pod).get(QUEUE_RESERVATION_ANNOTATION)
+    if not isinstance(value, str):
+        return None
+    try:
+        stamp = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return stamp.timestamp()
+
+
+def reservation_stamp(now: float) -> str:
+    """The annotation's value for a reservation beginning at ``now`` (seconds)."""
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def has_only_volcano_scheduling_gate(pod: Mapping[str, Any]) -> bool:

@@ -11,6 +11,9 @@ from __future__ import annotations
 # document "Gate-Controlled Scheduling for Cluster Autoscalers Compatibility").
 QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# Written with the removal of our gate: when the pod passed its queue check and began to hold
+# its queue room (a gate reservation). On the pod, it outlives a scheduler restart or failover.
+QUEUE_RESERVATION_ANNOTATION = "sluice.io/queue-reservation-since"
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 PREEMPTABLE = "volcano.sh/preemptable"
 

@@ -70,6 +70,7 @@ class ExtensionPoints:
         self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.cleanup_reservations_fns: list[Callable[[Statement], None]] = []
+        self.unreserve_fns: list[Callable[[TaskInfo], None]] = []
 
     # --- registration (Volcano's ssn.AddXxxFn) ---------------------------------------------
 
@@ -165,6 +166,10 @@ class ExtensionPoints:
     def add_cleanup_reservations_fn(self, fn: Callable[[Statement], None]) -> None:
         self.cleanup_reservations_fns.append(fn)
 
+    def add_unreserve_fn(self, fn: Callable[[TaskInfo], None]) -> None:
+        """Called when a task's gate removal is taken back: it holds no reservation."""
+        self.unreserve_fns.append(fn)
+
     # --- votes -----------------------------------------------------------------------------
 
     def job_ready(self, job: JobInfo) -> bool:
@@ -223,6 +228,10 @@ class ExtensionPoints:
     def cleanup_reservations(self, statement: Statement) -> None:
         for fn in self.cleanup_reservations_fns:
             fn(statement)
+
+    def unreserve(self, task: TaskInfo) -> None:
+        for fn in self.unreserve_fns:
+            fn(task)
 
 
 def _first_refusal(statuses: Iterable[Status]) -> Status:

@@ -4,6 +4,7 @@ updater) and pod conditions (Volcano's RecordJobStatusEvent), written through th
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from scheduler.api.helpers import scheduling_gates
@@ -22,6 +23,10 @@ from scheduler.framework.session import Session
 UNSCHEDULABLE, SCHEDULED = "Unschedulable", "Scheduled"
 NOT_ENOUGH_RESOURCES, SCHEDULING_GATED = "NotEnoughResources", "SchedulingGated"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"  # the gang plugin's job_valid reason
+# The PodScheduled reason of a pod that waits for something other than nodes — its queue, the
+# admission check, an object it cannot use. Cluster Autoscaler and Karpenter act on
+# "Unschedulable" only, so they leave it alone (YuniKorn uses this reason for the same case).
+SCHEDULING_SKIPPED = "SchedulingSkipped"
 GANG_READY = "tasks in gang are ready to be scheduled"
 _WAITING = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
@@ -150,7 +155,11 @@ def _update_podgroup(ssn: Session, job: JobInfo, condition: dict | None) -> None
 
 
 def _record_tasks(ssn: Session, job: JobInfo, job_message: str) -> None:
-    """Ungated waiting tasks get PodScheduled=False/Unschedulable; gated ones keep theirs."""
+    """Ungated waiting tasks get PodScheduled=False; gated ones keep Kubernetes' own. The
+    reason is ``Unschedulable`` only for what nodes lack (and, as in Volcano, for a pipelined
+    pod, whose nomination autoscalers respect); a pod that waits for its queue, the admission
+    check or a fix of its own object gets ``SchedulingSkipped``: no autoscaler buys a node for
+    it (Volcano's gate-controlled scheduling design). Decided from the status code."""
     for status in _WAITING:
         for task in sorted(job.index.get(status, {}).values(), key=lambda t: (t.creation, t.uid)):
             if task.sch_gated or scheduling_gates(task.pod):
@@ -160,12 +169,36 @@ def _record_tasks(ssn: Session, job: JobInfo, job_message: str) -> None:
             if status == TaskStatus.ALLOCATED and task.uid not in ssn.waiting:
                 continue  # allocated and committed: it is binding
             why = ssn.waiting.get(task.uid)
-            message = why.message if why else job_message
             if status == TaskStatus.PIPELINED:
                 node = task.transaction.nominated_node_name
                 message = f"Pod {task.namespace}/{task.name} can possibly be assigned to {node}, once resource is released"
                 why = Status(Code.PIPELINED, "allocate", message)
-            ssn.waiting[task.uid] = why or Status(Code.GANG, "gang", message)
-            condition = {"type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE,
-                         "message": message}  # fmt: skip
+            elif why is None:
+                why = Status(_gang_code(job), "gang", job_message)
+            ssn.waiting[task.uid] = why
+            reason = (
+                UNSCHEDULABLE
+                if why.node_shortfall or status == TaskStatus.PIPELINED
+                else SCHEDULING_SKIPPED
+            )
+            condition = {"type": "PodScheduled", "status": "False", "reason": reason,
+                         "message": why.message or job_message}  # fmt: skip
             ssn.writer.pod_condition(task, condition)
+
+
+def _gang_code(job: JobInfo) -> Code:
+    """Why a gang's member waits when nothing was said of the member itself: for nodes if any
+    member lacked a node, for its queue if the queue refused it, else for its gang."""
+    return gang_cause(job.nodes_fit_errors.values(), job.job_fit_error)
+
+
+def gang_cause(errors: Iterable[Status], job_error: Status | None = None) -> Code:
+    statuses = [*errors, *([job_error] if job_error is not None else [])]
+    if any(s.node_shortfall for s in statuses):
+        return Code.UNSCHEDULABLE
+    queue = next((s.code for s in statuses if s.queue_limited), None)
+    if queue is not None:
+        return queue
+    if any(s.code is Code.ADMISSION_HELD for s in statuses):
+        return Code.ADMISSION_HELD
+    return Code.GANG

@@ -18,6 +18,7 @@ class Op(enum.Enum):
     ALLOCATE = "allocate"
     PIPELINE = "pipeline"
     EVICT = "evict"
+    UNGATE = "ungate"  # lift our queue-allocation gate: the pod's queue has room
 
 
 @dataclass
@@ -50,6 +51,24 @@ class Statement:
         self.session.pipeline_task(task, node)
         self.operations.append(Operation(Op.PIPELINE, task, node.name, was=was))
 
+    def ungate(self, task: TaskInfo) -> None:
+        """The task's queue has room: its gate goes when the statement commits (Volcano's
+        gate-controlled scheduling design), together with its gang's; discarded, the task
+        stays gated and holds no reservation."""
+        if not task.sch_gated:
+            return
+        task.sch_gated = False
+        self.operations.append(Operation(Op.UNGATE, task, "", was=PodState.GATED))
+
+    def take_back_ungate(self, task: TaskInfo) -> None:
+        """Undo this statement's gate removal of ``task`` alone (what it was tried for did not
+        work out): it stays gated and holds no reservation."""
+        ops = [op for op in self.operations if op.name is Op.UNGATE and op.task is task]
+        for op in ops:
+            self.operations.remove(op)
+            task.sch_gated = True
+            self.session.unreserve(task)
+
     def unpipeline(self, task: TaskInfo) -> None:
         """Take back a pipeline decision now, outside the statement's undo list (Volcano's
         exported ``UnPipeline``): the nominated node no longer fits the task."""
@@ -81,13 +100,26 @@ class Statement:
     def discard(self) -> None:
         """Undo every operation, newest first."""
         for op in reversed(self.operations):
-            if op.name is Op.EVICT:
+            if op.name is Op.UNGATE:
+                op.task.sch_gated = True
+                self.session.unreserve(op.task)
+            elif op.name is Op.EVICT:
                 self.session.unevict_task(op.task, op.previous)
             else:
                 self.session.unplace_task(op.task, op.node_name)
                 if op.previous == TaskStatus.PIPELINED:  # back to its earlier decision
                     self.session.pipeline_task(op.task, self.session.nodes[op.node_name])
         self.operations.clear()
+
+    def commit_ungates_only(self) -> None:
+        """Undo every operation but the gate removals, and commit those: the gang's minimum
+        fits its queue, so all its members are let through together, to wait for nodes in
+        the open (an autoscaler sees them), holding their reservations."""
+        ungates = [op for op in self.operations if op.name is Op.UNGATE]
+        self.operations = [op for op in self.operations if op.name is not Op.UNGATE]
+        self.discard()
+        self.operations = ungates
+        self.commit()
 
     def commit(self) -> None:
         """Apply through the writer: allocations bind, pipelines persist in the cache (and
@@ -96,7 +128,9 @@ class Statement:
         writer = self.session.writer
         for op in self.operations:
             op.task.last_transaction = None  # committed: nothing to report from a discard
-            if op.name is Op.ALLOCATE:
+            if op.name is Op.UNGATE:
+                writer.remove_gate(op.task, self.session.reservations.get(op.task.uid))
+            elif op.name is Op.ALLOCATE:
                 writer.bind(op.task, op.node_name, op.was)
             elif op.name is Op.PIPELINE:
                 try:

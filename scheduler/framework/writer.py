@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scheduler.api.helpers import describe, pod_condition
+from scheduler.api.helpers import describe, pod_condition, reservation_stamp
 from scheduler.api.job_info import JobInfo
 from scheduler.api.report import PodState, Transition, TransitionKind
 from scheduler.api.task_info import TaskInfo, pod_state_of
 from scheduler.cache.cache import SchedulerCache
 from scheduler.cache.client import ClusterClient
 
-GateRemover = Callable[[str, str, str], None]
-"""Queues the removal of our gate from pod (namespace, name, uid), asynchronously."""
+GateRemover = Callable[[str, str, str, str | None], None]
+"""Queues the removal of our gate from pod (namespace, name, uid), asynchronously, marking when
+its queue reservation began (an annotation value, or None)."""
 
 
 class Writer:
@@ -101,19 +102,26 @@ class Writer:
         kind = TransitionKind.EVICTED
         self._record(task, kind, previous, PodState.TERMINATING, task.node_name, reason)
 
-    def remove_gate(self, task: TaskInfo) -> None:
+    def remove_gate(self, task: TaskInfo, reserved_since: float | None = None) -> None:
+        """Lift our gate; ``reserved_since`` (the cycle's time) is written on the pod with it
+        when the pod now holds a gate reservation, so a restarted scheduler takes it up."""
         message = "queue has capacity: queue-allocation gate removed"
         kind = TransitionKind.GATE_REMOVED
         self._record(task, kind, PodState.GATED, PodState.WAITING, "", message)
         if self.client is None:
             return
+        stamp = None if reserved_since is None else reservation_stamp(reserved_since)
         if self.gate_remover is None:
-            self.client.remove_scheduling_gate(task.pod)  # no worker pool: do it in line
+            try:  # no worker pool: do it in line
+                self.client.remove_scheduling_gate(task.pod, stamp)
+            except Exception as exc:  # the bind path's removal tries again
+                self.errors.append(f"pod {task.namespace}/{task.name}: remove gate: {exc}")
+                return
             self._removed_inline.add(task.uid)
         else:
             # Queued, never awaited: a cycle does not wait for the round trip (the
             # gate-controlled scheduling design's asynchronous removal).
-            self.gate_remover(task.namespace, task.name, task.uid)
+            self.gate_remover(task.namespace, task.name, task.uid, stamp)
             self.gates_queued += 1
         self.cache.note_gate_removed(task)
 

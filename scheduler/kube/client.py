@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE, QUEUE_RESERVATION_ANNOTATION
 from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
 
 Obj = Mapping[str, Any]
@@ -57,18 +57,29 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def gate_removal_patch(pod: Obj, gate: str = QUEUE_ALLOCATION_GATE) -> list[dict] | None:
-    """The JSON patch removing ``gate`` (keeping any other gate), or None when absent."""
+def gate_removal_patch(
+    pod: Obj, gate: str = QUEUE_ALLOCATION_GATE, *, reserved_at: str | None = None
+) -> list[dict] | None:
+    """The JSON patch removing ``gate`` (keeping any other gate), or None when absent; with
+    ``reserved_at``, the same patch marks when the pod's queue reservation began."""
     gates = (pod.get("spec") or {}).get("schedulingGates") or []
     if not any(g.get("name") == gate for g in gates):
         return None
     remaining = [g for g in gates if g.get("name") != gate]
     version = pod["metadata"]["resourceVersion"]
-    return [
+    patch = [
         # Setting the version we read makes the patch conditional: 409 if the pod moved on.
         {"op": "replace", "path": "/metadata/resourceVersion", "value": version},
         {"op": "replace", "path": "/spec/schedulingGates", "value": remaining},
     ]
+    if reserved_at is not None:
+        if (pod["metadata"].get("annotations") or None) is None:
+            value: Any = {QUEUE_RESERVATION_ANNOTATION: reserved_at}
+            patch.append({"op": "add", "path": "/metadata/annotations", "value": value})
+        else:
+            path = "/metadata/annotations/" + QUEUE_RESERVATION_ANNOTATION.replace("/", "~1")
+            patch.append({"op": "add", "path": path, "value": reserved_at})
+    return patch
 
 
 class KubeClusterClient:
@@ -128,14 +139,14 @@ class KubeClusterClient:
         )  # fmt: skip
         return json.loads(response.data)
 
-    def remove_scheduling_gate(self, pod: Obj) -> None:
+    def remove_scheduling_gate(self, pod: Obj, reserved_at: str | None = None) -> None:
         """The bind path's synchronous safety net (gate-controlled scheduling design): remove
-        our gate now.
+        our gate now (marking when the pod's reservation began, when given).
 
         On conflict the pod is read again: if its gates are gone (the asynchronous worker got
         there first) all is well, otherwise the conflict is raised and the bind fails.
         """
-        patch = gate_removal_patch(pod)
+        patch = gate_removal_patch(pod, reserved_at=reserved_at)
         if patch is None:
             return
         try:

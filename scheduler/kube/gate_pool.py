@@ -26,18 +26,22 @@ class GateRemovalPool:
         self._in_flight: dict[str, Future] = {}
         self.outcomes: collections.Counter[str] = collections.Counter()
 
-    def submit(self, namespace: str, name: str, uid: str | None) -> None:
+    def submit(
+        self, namespace: str, name: str, uid: str | None, reserved_at: str | None = None
+    ) -> None:
         key = f"{namespace}/{name}/{uid}"
         with self._lock:
             if key in self._in_flight:
                 return
-            future = self._executor.submit(self._remove, namespace, name, uid)
+            future = self._executor.submit(self._remove, namespace, name, uid, reserved_at)
             self._in_flight[key] = future
         future.add_done_callback(lambda _: self._done(key))
 
-    def _remove(self, namespace: str, name: str, uid: str | None) -> GateRemoval | None:
+    def _remove(
+        self, namespace: str, name: str, uid: str | None, reserved_at: str | None
+    ) -> GateRemoval | None:
         try:
-            outcome = remove_gate(self._cluster, namespace, name, uid)
+            outcome = remove_gate(self._cluster, namespace, name, uid, reserved_at=reserved_at)
         except ApiError as exc:
             log.warning("gate removal failed: %s", exc, extra={"object": f"pod {namespace}/{name}"})
             self._count("failed")

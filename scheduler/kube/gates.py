@@ -33,6 +33,7 @@ def remove_gate(
     name: str,
     uid: str | None,
     *,
+    reserved_at: str | None = None,
     attempts: int = 5,
     backoff: Callable[[int], float] = lambda attempt: 0.05 * 2**attempt,
     sleep: Callable[[float], None] = time.sleep,
@@ -46,7 +47,7 @@ def remove_gate(
             return GateRemoval.POD_GONE
         if uid and pod["metadata"].get("uid") != uid:
             return GateRemoval.POD_REPLACED
-        patch = gate_removal_patch(pod)
+        patch = gate_removal_patch(pod, reserved_at=reserved_at)
         if patch is None:
             return GateRemoval.ALREADY_UNGATED
         try:

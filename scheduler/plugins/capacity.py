@@ -56,7 +56,8 @@ class CapacityPlugin(Plugin):
             total.add(node.allocatable)
         build = build_tree if self.hierarchy else build_flat
         self.attrs, self.problems = build(ssn.queues, total)
-        self.gates = GateReservations(self, ssn)
+        levels = {name: frozenset(a.name for a in attr.chain) for name, attr in self.attrs.items()}
+        self.gates = GateReservations(self, ssn, lambda q: levels.get(q, (q,)))
         self._account_jobs(ssn)
         self.gates.load()
         self.gates.expire()
@@ -71,6 +72,7 @@ class CapacityPlugin(Plugin):
         ssn.add_allocatable_fn(self, self.allocatable)
         ssn.add_event_handler(lambda t: self._on_change(t, +1), lambda t: self._on_change(t, -1))
         ssn.add_cleanup_reservations_fn(self.gates.cleanup)
+        ssn.add_unreserve_fn(self.gates.unreserve)
         ssn.add_reclaimable_fn(self, self.reclaimable)
         ssn.add_preemptive_fn(self, self.preemptive)
 
@@ -174,9 +176,9 @@ class CapacityPlugin(Plugin):
         attr, status = self._queue_status(queue.name)
         if attr is None:
             return status
-        reserved = self.gates.held_by_others(queue.name, task)
         dims = _dims(task.resreq)
         for level in _limiting(attr, dims):
+            reserved = self.gates.held_by_others(level.name, task)
             future = level.allocated.clone().add(reserved).add(task.resreq)
             short = future.insufficient(level.real_capability, dims)
             if short:

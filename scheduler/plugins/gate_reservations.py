@@ -13,16 +13,22 @@ expire; a pod that never finds a node would hold its queue forever).
 A queue plugin keeps one ``GateReservations`` per session: ``load`` and ``expire`` at session
 open, ``held_by_others`` and ``reserve`` in its allocatable check, ``on_change`` from its event
 handlers (an allocation holds the share instead of the reservation, never both),
-``cleanup`` as the session's cleanup-reservations function, and ``report`` at session close.
-The start times live in ``ssn.reservations``, shared with the cache so they outlive the cycle.
+``cleanup`` as the session's cleanup-reservations function, ``unreserve`` when a gate removal
+is taken back, and ``report`` at session close. A reservation's start is written on the pod
+with the gate removal (``sluice.io/queue-reservation-since``), so a restarted scheduler, or a
+second one taking over, takes it up from the pod itself; ``ssn.reservations`` keeps the start
+times this process saw (and the expired ones, None) between cycles.
+
+A queue's check counts the reservations of the queue and, at each ancestor, of every queue
+under it: a reservation in one child holds its parent's capability against a sibling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from scheduler.api.helpers import has_queue_allocation_gate_annotation
+from scheduler.api.helpers import has_queue_allocation_gate_annotation, reservation_since
 from scheduler.api.job_info import JobInfo
 from scheduler.api.resource import Resource, res_min
 from scheduler.api.task_info import TaskInfo, TaskStatus
@@ -39,24 +45,39 @@ RESERVATION_ARGUMENTS = {"gateReservation": True, "reservationTimeout": RESERVAT
 
 
 class GateReservations:
-    def __init__(self, plugin: Plugin, ssn: Session) -> None:
+    def __init__(
+        self,
+        plugin: Plugin,
+        ssn: Session,
+        levels_of: Callable[[str], Collection[str]] | None = None,
+    ) -> None:
         self.ssn = ssn
         self.enabled = plugin.flag("gateReservation")
         self.timeout = plugin.argument("reservationTimeout")
+        # queue -> the names whose checks its reservations count in (itself, its ancestors)
+        self.levels_of = levels_of or (lambda queue: (queue,))
         self.reserved: dict[str, dict[str, TaskInfo]] = {}  # queue -> gate-reserved tasks
         self.placed: dict[str, TaskInfo] = {}  # reserved tasks placed in this session
 
     # --- session open ----------------------------------------------------------------------
 
     def load(self) -> None:
-        """Take up the reservations of earlier cycles: a pod that passed the check, had its
-        gate removed and is still pending. Only a pass this scheduler saw counts: an opted-in
-        pod that was never gated (created while the webhook was away) must not hold its queue
-        unchecked."""
-        for job in self.ssn.jobs.values():
+        """Take up the reservations of earlier cycles (Volcano's design rebuilds them at session
+        open): an opted-in pod that passed its check, had its gate removed and is still
+        pending. Only a pass Sluice recorded counts — on the pod, or seen by this process — so
+        an opted-in pod that was never gated (created while the webhook was away) does not hold
+        its queue unchecked."""
+        ssn = self.ssn
+        for job in ssn.jobs.values():
             for task in job.index.get(TaskStatus.PENDING, {}).values():
-                if task.uid in self.ssn.reservations and not task.sch_gated:
-                    self.reserve(job.queue, task)
+                if task.sch_gated or not has_queue_allocation_gate_annotation(task.pod):
+                    continue
+                if task.uid not in ssn.reservations:
+                    since = reservation_since(task.pod)
+                    if since is None:
+                        continue
+                    ssn.reservations[task.uid] = since
+                self.reserve(job.queue, task)
 
     def expire(self) -> None:
         """Forget reservations of pods that are gone, and release those held too long."""
@@ -86,12 +107,16 @@ class GateReservations:
 
     # --- the allocatable check ---------------------------------------------------------------
 
-    def held_by_others(self, queue: str, task: TaskInfo) -> Resource:
-        """What the queue's reservations hold for pods other than ``task``."""
+    def held_by_others(self, level: str, task: TaskInfo) -> Resource:
+        """What reservations count against ``level`` (a queue, or an ancestor of queues) for
+        pods other than ``task``."""
         held = Resource()
-        for other in self.reserved.get(queue, {}).values():
-            if other.uid != task.uid:
-                held.add(other.resreq)
+        for queue, tasks in self.reserved.items():
+            if not tasks or level not in self.levels_of(queue):
+                continue
+            for other in tasks.values():
+                if other.uid != task.uid:
+                    held.add(other.resreq)
         return held
 
     def reserve_if_opted_in(self, queue: str, task: TaskInfo) -> None:
@@ -103,8 +128,16 @@ class GateReservations:
         if not self.enabled:
             return
         since = self.ssn.reservations.setdefault(task.uid, self.ssn.now)
-        if since is not None:  # an expired reservation is never taken again
+        if since is not None:  # an expired reservation (None) is never taken again
             self.reserved.setdefault(queue, {})[task.uid] = task
+
+    def unreserve(self, task: TaskInfo) -> None:
+        """The gate removal that came with this reservation was taken back (its gang did not
+        fit its queue): the pod stays gated and holds nothing."""
+        for tasks in self.reserved.values():
+            tasks.pop(task.uid, None)
+        self.placed.pop(task.uid, None)
+        self.ssn.reservations.pop(task.uid, None)
 
     # --- events ----------------------------------------------------------------------------
 

@@ -69,6 +69,7 @@ class ProportionPlugin(Plugin):
         ssn.add_job_enqueued_fn(self, self.job_enqueued)
         ssn.add_event_handler(lambda t: self._on_change(t, +1), lambda t: self._on_change(t, -1))
         ssn.add_cleanup_reservations_fn(self.gates.cleanup)
+        ssn.add_unreserve_fn(self.gates.unreserve)
 
     def on_session_close(self, ssn: Session) -> None:
         self.gates.report(self.attrs, ssn.jobs.values(), _job_inqueue)

@@ -44,14 +44,23 @@ def prepare_pod_create(pod: dict, now: float) -> None:
 
 
 def _qos_class(spec: dict) -> str:
-    resources = [c.get("resources") or {} for c in spec.get("containers") or []]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
+    """Kubernetes' QoS class (GetPodQOS): only CPU and memory count. BestEffort when no
+    container asks for either; Guaranteed when every container limits both and requests (if
+    set) equal the limits; Burstable otherwise."""
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    compute = ("cpu", "memory")
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        if any(k in requests or k in limits for k in compute):
+            any_set = True
+        for k in compute:
+            if k not in limits or (k in requests and requests[k] != limits[k]):
+                guaranteed = False
+    if not any_set:
         return "BestEffort"
-    guaranteed = all(
-        r.get("limits")
-        and all(r.get("limits", {}).get(k) == v for k, v in (r.get("requests") or {}).items())
-        for r in resources
-    )
     return "Guaranteed" if guaranteed else "Burstable"
 
 

@@ -22,6 +22,7 @@ from simcluster.runtime import Simulation
 from simcluster.scenario import parse
 from simcluster.store import Store
 from tests.conftest import wait_until
+from tests.invariants import check_cycle, store_conditions
 
 START = 1_700_000_000.0
 
@@ -88,6 +89,7 @@ class Harness:
         assert self.service.gate_pool.wait_idle(10), "gate removals did not finish"
         assert self.service.cache.wait_for_writes(10), "status patches did not finish"
         self.settle()
+        check_cycle(report, store_conditions(self.store))
         self.reports.append(report)
         return report
 

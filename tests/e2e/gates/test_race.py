@@ -68,14 +68,14 @@ def play_until_pod_3_decided(h: Harness) -> None:
     h.step(3)
     pod2 = h.pod("pod-2", "team")
     assert gates(pod2) == [] and not pod2["spec"].get("nodeName")
-    # Ungated and waiting for a node: now, and only now, Unschedulable for the autoscaler.
-    assert condition(pod2)["reason"] == "Unschedulable"
 
 
 @pytest.mark.parametrize("race", [{"gateReservation": True}], indirect=True)
 def test_with_the_reservation_pod_2_keeps_its_queue_capacity_and_runs_on_the_new_node(race):
     h = race
     play_until_pod_3_decided(h)
+    # Ungated and waiting for a node: now, and only now, Unschedulable for the autoscaler.
+    assert condition(h.pod("pod-2", "team"))["reason"] == "Unschedulable"
     assert (
         "didn't match Pod's node affinity/selector" in condition(h.pod("pod-2", "team"))["message"]
     )
@@ -96,6 +96,9 @@ def test_without_the_reservation_pod_3_takes_the_capacity_and_pod_2_never_runs(r
     h = race
     play_until_pod_3_decided(h)
     assert h.pod("pod-3", "team")["spec"]["nodeName"] == "n1"  # the race
+    # pod-2 was Unschedulable for a cycle (the autoscaler is buying its node); now its queue is
+    # what it lacks, so it says so, and no further node is bought for it.
+    assert condition(h.pod("pod-2", "team"))["reason"] == "SchedulingSkipped"
 
     h.store.create("nodes", NEW_NODE)
     h.step(5)

@@ -83,7 +83,7 @@ def test_queued_gate_removal_is_not_awaited_and_bind_removes_the_gate_if_still_t
     client = RecordingClusterClient()
     report = run_cycle(
         scenario.cache(), default_config(), client, now=0.0,
-        gate_remover=lambda ns, name, uid: queued.append((ns, name, uid)),
+        gate_remover=lambda ns, name, uid, since: queued.append((ns, name, uid)),
     )  # fmt: skip
     assert [q[:2] for q in queued] == [("ns", "p")]
     # The queued removal has not run: the bind path removes the gate synchronously first.
@@ -99,7 +99,7 @@ def test_a_gate_removal_the_watch_never_confirms_lapses_and_is_queued_again():
     cache, client = scenario.cache(), RecordingClusterClient()
 
     def cycle(now):
-        remover = lambda ns, name, uid: queued.append(name)  # noqa: E731
+        remover = lambda ns, name, uid, since: queued.append(name)  # noqa: E731
         return run_cycle(cache, default_config(), client, now=now, gate_remover=remover)
 
     cycle(0.0)
