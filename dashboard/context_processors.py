@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
+
+from dashboard.selectors.cycles import cycle_failure
 
 # (url name, label, url names that belong to the same section)
 NAVIGATION = [
@@ -24,3 +27,9 @@ def navigation(request: HttpRequest) -> dict:
             for name, label, section in NAVIGATION
         ]
     }
+
+
+def scheduler_failure(request: HttpRequest) -> dict:
+    """``cycle_failure``: set while the latest scheduling cycle failed (every page says so);
+    read only by a template that asks."""
+    return {"cycle_failure": SimpleLazyObject(cycle_failure)}

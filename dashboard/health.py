@@ -1,4 +1,5 @@
-"""Reachability checks for ``/healthz``: the database, the broker, Celery workers and beat."""
+"""Reachability checks for ``/healthz``: the database, the broker, Celery workers and beat,
+and whether the scheduler's cycles succeed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.db import connection
 from django.db.utils import Error as DatabaseError
 
 from dashboard.celery import app
+from dashboard.selectors.cycles import cycle_failure, recent_cycles
 
 HEARTBEAT_KEY = "sluice:beat:heartbeat"
 
@@ -69,12 +71,32 @@ def record_heartbeat() -> None:
     broker_client().set(HEARTBEAT_KEY, str(time.time()), ex=300)
 
 
+def scheduler_status() -> dict[str, Any]:
+    """The latest stored cycle: when, and whether cycles are failing (and with what error)."""
+    try:
+        failure = cycle_failure()
+        if failure is not None:
+            return failure.to_json()
+        latest = recent_cycles(1)
+    except DatabaseError as exc:
+        return {"error": str(exc)}
+    at = latest[0].started_at.isoformat() if latest else None
+    return {"failing": False, "latest_cycle_at": at}
+
+
 def health_report() -> tuple[dict[str, Any], bool]:
-    """The report and whether the essentials (database and broker) are reachable."""
+    """The report and whether the essentials (database and broker) are reachable.
+
+    Status ``degraded`` (still HTTP 200: the pages and the webhook work) says the latest
+    scheduling cycle failed; ``scheduler`` says since when and why.
+    """
     report: dict[str, Any] = {"database": database_status(), "broker": broker_status()}
     if report["broker"]["reachable"]:
         report["workers"] = workers_status()
         report["beat"] = beat_status()
+    if report["database"]["reachable"]:
+        report["scheduler"] = scheduler_status()
     healthy = report["database"]["reachable"] and report["broker"]["reachable"]
-    report["status"] = "ok" if healthy else "unavailable"
+    failing = bool(report.get("scheduler", {}).get("failing"))
+    report["status"] = "unavailable" if not healthy else "degraded" if failing else "ok"
     return report, healthy

@@ -26,6 +26,8 @@ class Cycle(models.Model):
     decisions = models.PositiveIntegerField(default=0)
     action_durations_ms = models.JSONField(default=dict)
     error = models.TextField(blank=True)
+    # The cycle raised: ``error`` says why, and it decided nothing (no samples, no counts).
+    failed = models.BooleanField(default=False)
     level = models.PositiveSmallIntegerField(default=0)
     counts = models.JSONField(default=dict)  # pods by state over every queue
     gates = models.JSONField(default=dict)  # gate removals queued / at bind

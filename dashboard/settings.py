@@ -87,6 +87,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.context_processors.navigation",
+                "dashboard.context_processors.scheduler_failure",
             ],
         },
     },

@@ -21,6 +21,7 @@ from scheduler.api.task_info import TaskInfo, TaskStatus, pod_state_of
 from scheduler.cache.cache import SchedulerCache
 from scheduler.cache.client import ClusterClient
 from scheduler.config import SchedulerConfig, default_config
+from scheduler.framework.invalid_objects import report_invalid_objects
 from scheduler.framework.job_status import record_job_status
 from scheduler.framework.session import Session
 from scheduler.framework.writer import GateRemover, Writer
@@ -83,6 +84,7 @@ def _run(
         action(ssn)
         durations[name] = time.perf_counter() - t0
     record_job_status(ssn)
+    invalid, invalid_pods = report_invalid_objects(cache.invalid, writer, ssn, cache.scheduler_name)
     ssn.close()
     return CycleReport(
         started_at=now,
@@ -91,7 +93,7 @@ def _run(
         action_durations_s=durations,
         queues=queue_reports(ssn),
         transitions=writer.transitions,
-        waiting=waiting_pods(ssn),
+        waiting=waiting_pods(ssn) + invalid_pods,
         errors=writer.errors,
         notices=ssn.notices,
         risks=check.risks if check is not None else [],
@@ -99,6 +101,7 @@ def _run(
             "queued": writer.gates_queued,
             "at_bind": cache.gates_removed_at_bind - bind_removals,
         },
+        invalid=invalid,
     )
 
 

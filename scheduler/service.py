@@ -6,6 +6,7 @@ so there is one way to schedule against a cluster, real or simulated.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -59,14 +60,49 @@ class CacheFeeder:
         singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup",
                     "priorityclasses": "priority_class"}  # fmt: skip
         handler = getattr(self.cache, f"{verb}_{singular[kind]}")
+        delete = getattr(self.cache, f"delete_{singular[kind]}")
+        invalid = self.cache.invalid
 
         def guarded(obj: dict) -> None:
             try:
                 handler(obj)
-            except ValueError as exc:  # a malformed object must not stop the informer
-                log.warning("ignoring %s: %s", kind, exc, extra={"object": _describe(kind, obj)})
+            except Exception as exc:
+                # An object Sluice cannot use must stop neither the informer nor a cycle: it is
+                # left out (its earlier version too: the object no longer says that) and kept
+                # with why, for every cycle to report (scheduler.cache.invalid).
+                with contextlib.suppress(Exception):
+                    delete(obj)
+                if verb == "delete":
+                    invalid.forget(kind, obj)
+                    return
+                entry = invalid.note(kind, obj, exc)
+                if entry is not None:  # a new problem: logged once, not at every resync
+                    log.warning(
+                        "cannot use %s: %s", entry.description, entry.message,
+                        exc_info=not isinstance(exc, ValueError),
+                        extra={"object": _describe(kind, obj)},
+                    )  # fmt: skip
+            else:
+                invalid.forget(kind, obj)  # added (so readable) or deleted
+                if kind == "queues":
+                    self._retry_queues()
 
         return guarded
+
+    def _retry_queues(self) -> None:
+        """A queue refused for its place in the tree (``spec.parent`` closing a cycle) may be
+        fine once another queue changed: try the refused ones again."""
+        invalid = self.cache.invalid
+        for entry in [e for e in invalid.entries() if e.kind == "queues"]:
+            try:
+                self.cache.add_queue(dict(entry.obj))
+            except Exception as exc:
+                invalid.note("queues", entry.obj, exc)
+            else:
+                invalid.forget("queues", entry.obj)
+                log.info(
+                    "queue %s is usable again", entry.name, extra={"object": entry.description}
+                )
 
 
 def config_in_force(live: LiveConfig) -> ConfigInForce:
@@ -137,18 +173,27 @@ class SchedulerService:
         return self.live_config.config
 
     def run_once(self) -> CycleReport:
+        """One cycle. A cycle that raises is not the end of the scheduler: its report says it
+        failed, and why (``CycleReport.failure``), for the pages and ``/healthz`` to show; the
+        next cycle starts afresh from the cache."""
         config = self.live_config.current()
-        if self.admission is not None:
-            self.admission.configure(config.enqueue_arguments())
-        report = run_cycle(
-            self.cache,
-            config,
-            self.cluster,
-            now=self.clock(),
-            act=self.act,
-            gate_remover=self.gate_remover,
-            admission=self.admission.context() if self.admission is not None else None,
-        )
+        now, started = self.clock(), time.perf_counter()
+        try:
+            if self.admission is not None:
+                self.admission.configure(config.enqueue_arguments())
+            report = run_cycle(
+                self.cache,
+                config,
+                self.cluster,
+                now=now,
+                act=self.act,
+                gate_remover=self.gate_remover,
+                admission=self.admission.context() if self.admission is not None else None,
+            )
+        except Exception as exc:
+            log.exception("cycle failed: %s", exc, extra={"object": "scheduler"})
+            mode = "act" if self.act else "observe"
+            report = CycleReport.failed(now, time.perf_counter() - started, mode, exc)
         report.config = config_in_force(self.live_config)
         return report
 

@@ -21,6 +21,7 @@ import contextlib
 import logging
 
 from scheduler.api.labels import DURATION_ANNOTATION
+from scheduler.api.quantity import QuantityError
 from simcluster.podutil import (
     Resources,
     add,
@@ -61,7 +62,11 @@ class Kubelet:
         self._mark_nodes_ready(now)
         nodes = {meta(n)["name"]: n for n in self.store.list("nodes")[0]}
         pods = self.store.list("pods")[0]
-        self._allocatable = {name: node_allocatable(node) for name, node in nodes.items()}
+        self._allocatable = {}
+        for name, node in nodes.items():
+            # A node whose status cannot be read stands for a broken kubelet: it admits nothing.
+            with contextlib.suppress(QuantityError):
+                self._allocatable[name] = node_allocatable(node)
         self._free = self._free_on(pods)
         for pod in pods:
             try:
@@ -101,22 +106,29 @@ class Kubelet:
                 (pod.get("status") or {}).get("phase") == "Running"
             )
             if node in free and admitted and not is_finished(pod):
-                add(free[node], pod_requests(pod), -1)
+                with contextlib.suppress(QuantityError):  # never admitted: see _admit
+                    add(free[node], pod_requests(pod), -1)
         return free
 
     def _admit(self, pod: dict, node: str, now: float) -> bool:
         """The kubelet's admission: False (and the pod Failed) when the node cannot hold it."""
-        request, free = pod_requests(pod), self._free.get(node, {})
-        short = sorted(name for name, value in request.items() if value > free.get(name, 0))
-        if not short:
-            add(free, request, -1)
-            return True
-        name, capacity = short[0], self._allocatable.get(node, {})
-        message = (
-            f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
-            f"{request[name]}, used: {capacity.get(name, 0) - free.get(name, 0)}, "
-            f"capacity: {capacity.get(name, 0)}"
-        )
+        free = self._free.get(node, {})
+        try:
+            request = pod_requests(pod)
+        except QuantityError as exc:  # e.g. cpu: 1e400, bound by nodeName: no node holds it
+            name = exc.field.rsplit(".", 1)[-1]
+            message = f"Pod was rejected: Node didn't have enough resource: {name}: {exc}"
+        else:
+            short = sorted(name for name, value in request.items() if value > free.get(name, 0))
+            if not short:
+                add(free, request, -1)
+                return True
+            name, capacity = short[0], self._allocatable.get(node, {})
+            message = (
+                f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
+                f"{request[name]}, used: {capacity.get(name, 0) - free.get(name, 0)}, "
+                f"capacity: {capacity.get(name, 0)}"
+            )
         self.store.mutate(
             "pods", meta(pod)["namespace"], meta(pod)["name"], _reject(f"OutOf{name}", message)
         )

@@ -53,7 +53,7 @@ def cycle_transitions(cycle_ids: list[int]) -> dict[int, list[PodTransition]]:
 def cycle_series(chart_range: ChartRange, now: datetime | None = None) -> list[dict]:
     """Cycle durations and pods by state over the range, one cycle per bucket."""
     since = (now or timezone.now()) - chart_range.span
-    in_range = Cycle.objects.filter(started_at__gte=since)
+    in_range = Cycle.objects.filter(started_at__gte=since, failed=False)
     level = pick_level(chart_range, lambda lv: in_range.filter(level__in=levels_from(lv)).count())
     rows = in_range.filter(level__in=levels_from(level)).order_by()  # sorted: see queue_series
     return sorted(rows.values("started_at", "duration_ms", "counts"), key=_started_at)
@@ -65,3 +65,44 @@ def _started_at(row: dict) -> datetime:
 
 def recent_cycles(limit: int = 60) -> list[Cycle]:
     return list(Cycle.objects.order_by("-started_at")[:limit])
+
+
+@dataclass(frozen=True)
+class CycleFailure:
+    """The latest cycle failed: its error, and how long cycles have been failing."""
+
+    at: datetime  # the latest cycle, which failed
+    error: str
+    since: datetime  # the first of the failed cycles in a row
+    in_a_row: int
+    last_success: datetime | None  # the latest cycle that did not fail, if any
+
+    def to_json(self) -> dict:
+        return {
+            "failing": True,
+            "latest_cycle_at": self.at.isoformat(),
+            "error": self.error,
+            "failing_since": self.since.isoformat(),
+            "failed_cycles_in_a_row": self.in_a_row,
+            "last_success_at": self.last_success.isoformat() if self.last_success else None,
+        }
+
+
+def cycle_failure() -> CycleFailure | None:
+    """None unless the latest stored cycle failed (one indexed read when all is well)."""
+    latest = Cycle.objects.order_by("-started_at").values("started_at", "failed", "error").first()
+    if latest is None or not latest["failed"]:
+        return None
+    good = Cycle.objects.filter(failed=False).order_by("-started_at")
+    last_success = good.values_list("started_at", flat=True).first()
+    streak = Cycle.objects.filter(failed=True)
+    if last_success is not None:
+        streak = streak.filter(started_at__gt=last_success)
+    since = streak.order_by("started_at").values_list("started_at", flat=True).first()
+    return CycleFailure(
+        at=latest["started_at"],
+        error=latest["error"],
+        since=since or latest["started_at"],
+        in_a_row=streak.count(),
+        last_success=last_success,
+    )

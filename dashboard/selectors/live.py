@@ -3,13 +3,14 @@ the report's own types (``scheduler.api.report``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dashboard.models import LiveState
 from scheduler.api.report import (
     COUNTED_STATES,
     ConfigInForce,
+    InvalidObject,
     PodState,
     QueueReport,
     WaitingPod,
@@ -38,6 +39,7 @@ class LiveSummary:
     risks: list[WorkloadRisk]
     gated_by_namespace: dict[str, int]
     config: ConfigInForce | None  # as the scheduler reported it (None from older cycles)
+    invalid: list[InvalidObject] = field(default_factory=list)  # objects Sluice cannot use
 
     def queue(self, name: str) -> QueueReport | None:
         return next((q for q in self.queues if q.name == name), None)
@@ -67,6 +69,7 @@ def live_summary() -> LiveSummary | None:
         risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
         gated_by_namespace=dict(data.get("gated_by_namespace") or {}),
         config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
+        invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
     )
 
 

@@ -2,7 +2,10 @@
 
 A cycle becomes one ``Cycle`` row, one ``QueueSample`` per queue and one ``PodTransition`` per
 decision; pods that merely keep waiting cost nothing in history. The "now" figures (queues,
-waiting pods and their reasons, admission risks) replace the previous cycle's ``LiveState``.
+waiting pods and their reasons, admission risks, objects Sluice cannot use) replace the
+previous cycle's ``LiveState``. A cycle that failed is one ``Cycle`` row with ``failed`` set
+and its error: it decided nothing, so the live state stays the last good cycle's, and the
+pages and ``/healthz`` say that cycles fail (``dashboard.selectors.cycles.cycle_failure``).
 """
 
 from __future__ import annotations
@@ -81,8 +84,20 @@ def _store(data: dict) -> int | None:
     started = datetime.fromtimestamp(report.started_at, tz=UTC)
     if Cycle.objects.filter(started_at=started).exists():
         return None
+    if report.failure:
+        failed = Cycle.objects.create(
+            started_at=started,
+            duration_ms=report.duration_s * 1000,
+            mode=report.mode,
+            error=report.failure,
+            failed=True,
+            level=0,  # no chart reads it: it has no figures
+        )
+        return failed.id
     previous = (
-        Cycle.objects.filter(started_at__lt=started).values_list("started_at", flat=True).first()
+        Cycle.objects.filter(started_at__lt=started, failed=False)
+        .values_list("started_at", flat=True)
+        .first()
     )
     cycle = Cycle.objects.create(
         started_at=started,
@@ -186,6 +201,7 @@ def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
         "risks": data.get("risks") or [],
         "gated_by_namespace": gated_by_namespace,
         "config": data.get("config"),
+        "invalid": data.get("invalid") or [],
     }
     rows = [LiveState(key=CYCLE_KEY, cycle=cycle, data=summary)]
     rows += [

@@ -85,12 +85,17 @@ def run_cycle() -> dict | None:
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)
-    store_cycle_report.delay(report.to_json())  # history and the pages' live state
+    # History and the pages' live state; a failed cycle too, so the pages and /healthz say so.
+    store_cycle_report.delay(report.to_json())
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),
         "waiting": len(report.waiting),
     }
+    if report.failure:
+        # The service logged the traceback; this line is the worker's summary.
+        log.error("cycle failed: %s", report.failure, extra={"object": "scheduler", **summary})
+        return {**summary, "failed": True}
     level = logging.INFO if report.transitions or report.errors else logging.DEBUG
     log.log(level, "cycle done", extra={"object": "scheduler", **summary})
     return summary  # small: Celery logs a task's return value every cycle

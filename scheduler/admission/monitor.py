@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from scheduler.api.quantity import CPU, MEMORY, PODS, parse_resource_list
+from scheduler.api.quantity import CPU, MAX_UNITS, MEMORY, PODS, parse_resource_list
 from scheduler.api.requests import Basis, pod_requests
 
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
@@ -270,7 +270,10 @@ def node_usage(node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()) 
     remaining = parse_resource_list(allocatable, obj=where, field="status.allocatable")
     infos = []
     for pod in pods:
-        demand = counted_demand(pod)
+        try:
+            demand = counted_demand(pod)
+        except ValueError:  # unreadable (cpu: 1e400): no kubelet admits it, it takes nothing
+            continue
         if not demand:
             continue
         _add(remaining, {k: -v for k, v in demand.items() if k != PODS or PODS in remaining})
@@ -289,7 +292,8 @@ def node_usage(node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] = ()) 
         uid=meta.get("uid") or "",
         labels=dict(meta.get("labels") or {}),
         taints=list((node.get("spec") or {}).get("taints") or []),
-        remaining=remaining,
+        # Overcommitted stays negative, within an int64 (the evaluator's arrays).
+        remaining={k: max(v, -MAX_UNITS) for k, v in remaining.items()},
         pods=infos,
         unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
     )
@@ -304,7 +308,12 @@ def build_snapshot(
     for pod in pods:
         if _occupies_node(pod):
             by_node.setdefault(pod["spec"]["nodeName"], []).append(pod)
-    usages = [
-        node_usage(n, by_node.get((n.get("metadata") or {}).get("name") or "", [])) for n in nodes
-    ]
+    usages = []
+    for n in nodes:
+        try:
+            usages.append(
+                node_usage(n, by_node.get((n.get("metadata") or {}).get("name") or "", []))
+            )
+        except ValueError:  # a node whose capacity cannot be read offers none
+            continue
     return CapacitySnapshot(now, usages)

@@ -86,12 +86,26 @@ def pod_condition(pod: Mapping[str, Any], cond_type: str) -> Mapping[str, Any] |
     return None
 
 
-def as_int(value: Any, *, obj: str, field: str, default: int = 0) -> int:
+INT32 = (-(2**31), 2**31 - 1)  # priorities, minMember, queue weights: int32 in their APIs
+
+
+def as_int(
+    value: Any, *, obj: str, field: str, default: int = 0, bounds: tuple[int, int] = INT32
+) -> int:
+    """An integer field; anything else, or one outside ``bounds``, is an InputError naming it
+    (``1e400`` read as a JSON number is infinity: no integer at all)."""
     if value is None:
         return default
+    shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:32]}…"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise InputError(obj, field, f"expected an integer, got {value!r}")
+        raise InputError(obj, field, f"expected an integer, got {shown}")
+    if isinstance(value, float) and not value.is_integer():
+        raise InputError(obj, field, f"expected an integer, got {shown}")
     try:
-        return int(value)
-    except ValueError:
-        raise InputError(obj, field, f"expected an integer, got {value!r}") from None
+        number = int(value)
+    except (ValueError, OverflowError):
+        raise InputError(obj, field, f"expected an integer, got {shown}") from None
+    low, high = bounds
+    if not low <= number <= high:
+        raise InputError(obj, field, f"{shown} is out of range [{low}, {high}]")
+    return number

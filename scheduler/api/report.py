@@ -273,6 +273,40 @@ class WorkloadRisk:
 
 
 @dataclass
+class InvalidObject:
+    """An object Sluice cannot use (a pod, podgroup, queue, node or PriorityClass), left out
+    of scheduling until it is fixed: which field, and why."""
+
+    kind: str  # pod | podgroup | queue | node | priorityclass
+    namespace: str
+    name: str
+    uid: str
+    field: str  # the path of the value Sluice cannot use, when the error names one
+    message: str  # field first: "spec.containers[0].resources.requests.cpu: invalid quantity …"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "field": self.field,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> InvalidObject:
+        return cls(
+            data.get("kind") or "",
+            data.get("namespace") or "",
+            data.get("name") or "",
+            data.get("uid") or "",
+            data.get("field") or "",
+            data.get("message") or "",
+        )
+
+
+@dataclass
 class ConfigInForce:
     """The scheduler configuration a cycle ran with, where it came from, and its trouble."""
 
@@ -320,6 +354,18 @@ class CycleReport:
     risks: list[WorkloadRisk] = field(default_factory=list)  # when a capacity snapshot exists
     # The configuration in force, as the scheduler itself reports it (for the Scheduler page).
     config: ConfigInForce | None = None
+    # Objects left out because Sluice cannot use them (their pods are also in ``waiting``).
+    invalid: list[InvalidObject] = field(default_factory=list)
+    # Set when the cycle failed (the exception, in a line): nothing else in the report holds.
+    failure: str = ""
+
+    @classmethod
+    def failed(
+        cls, started_at: float, duration_s: float, mode: str, error: BaseException
+    ) -> CycleReport:
+        """The report of a cycle that raised ``error``: it decided nothing."""
+        text = f"{type(error).__name__}: {error}"
+        return cls(started_at, duration_s, mode, failure=text[:2000])
 
     def counts(self) -> dict[PodState, int]:
         """Pods by state over every queue (a queue counts its own jobs' pods only)."""
@@ -343,6 +389,8 @@ class CycleReport:
             "notices": list(self.notices),
             "risks": [r.to_json() for r in self.risks],
             "config": self.config.to_json() if self.config else None,
+            "invalid": [o.to_json() for o in self.invalid],
+            "failure": self.failure,
         }
 
     @classmethod
@@ -360,4 +408,6 @@ class CycleReport:
             notices=list(data.get("notices") or []),
             risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
             config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
+            invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
+            failure=str(data.get("failure") or ""),
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from scheduler.api.quantity import parse_resource_list
+from scheduler.api.quantity import check_total, parse_resource_list
 
 Basis = Literal["requests", "limits", "limits_or_requests"]
 Units = dict[str, int]
@@ -46,7 +46,13 @@ def pod_requests(pod: Mapping[str, Any], obj: str, basis: Basis = "requests") ->
             _max_into(peak, running)
     _max_into(total, peak)
     _add(total, parse_resource_list(spec.get("overhead"), obj=obj, field="spec.overhead"))
-    return {name: units for name, units in total.items() if units}
+    # Each quantity fits an int64; their sum must too (two 5Ei limits do not).
+    field = f"spec.containers[*].resources.{basis}"
+    return {
+        name: check_total(name, units, obj=obj, field=f"{field}.{name}")
+        for name, units in total.items()
+        if units
+    }
 
 
 def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -58,10 +64,11 @@ def _containers(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
 
 def _amounts(container: Mapping[str, Any], path: str, obj: str, basis: Basis) -> Units:
     resources = container.get("resources") or {}
-    limits = parse_resource_list(resources.get("limits"), obj=obj, field=f"{path}.limits")
     if basis == "limits":
-        return limits
+        return parse_resource_list(resources.get("limits"), obj=obj, field=f"{path}.limits")
+    # Requests first: a value bad in both is named where people set it.
     requests = parse_resource_list(resources.get("requests"), obj=obj, field=f"{path}.requests")
+    limits = parse_resource_list(resources.get("limits"), obj=obj, field=f"{path}.limits")
     if basis == "limits_or_requests":
         return {**requests, **limits}
     return {**limits, **requests}  # requests default to limits, as the API server does

@@ -105,6 +105,9 @@ def pod_requests(pod: Mapping[str, Any], obj: str) -> tuple[Resource, Resource]:
     """(Resreq, InitResreq), both the pod's effective request (``scheduler.api.requests``),
     as in Volcano's NewTaskInfo: what it takes from its node and from its queue."""
     effective = Resource(effective_requests(pod, obj))
+    # The node-capacity check sizes a pod by its limits: a pod whose limits Sluice cannot
+    # count (their sum past an int64) is refused here, once, not in every cycle's check.
+    effective_requests(pod, obj, "limits")
     return effective, effective.clone()
 
 

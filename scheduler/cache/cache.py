@@ -27,6 +27,7 @@ from scheduler.api.queue_info import QueueCycleError, QueueInfo, queue_problem
 from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext, allocated_status
 from scheduler.cache.client import ClusterClient
+from scheduler.cache.invalid import InvalidObjects
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,17 @@ class SchedulerCache:
         self.ungate_confirm_timeout = UNGATE_CONFIRM_TIMEOUT
         self._reservations: dict[str, float | None] = {}
         self.gates_removed_at_bind = 0
+        # Observe mode: the last decision reported per pod, so a decision the cluster never
+        # saw carried out is reported once, not again every cycle (task uid -> decision).
+        self.observed: dict[str, tuple[str, str, str]] = {}
         # Where API writes that must not hold up a cycle run (nominatedNodeName patches):
         # an Executor in a live scheduler; None runs them in line (tests, simulations).
         self.async_writes: Executor | None = None
         self._writes: set[Future] = set()
         self.write_errors: list[str] = []
+        # Objects the watch delivered that Sluice cannot use (scheduler.cache.invalid): left
+        # out of the cache, kept here with why, reported by every cycle.
+        self.invalid = InvalidObjects()
 
     # --- pods ------------------------------------------------------------------------------
 
@@ -113,7 +120,9 @@ class SchedulerCache:
 
     def delete_pod(self, pod: Obj) -> None:
         with self._lock:
-            self._delete_task(uid_of(pod, "pod"))
+            uid = uid_of(pod, "pod")
+            self._delete_task(uid)
+            self.observed.pop(uid, None)
 
     def _is_ours(self, pod: Obj) -> bool:
         return (pod.get("spec") or {}).get(
@@ -221,23 +230,36 @@ class SchedulerCache:
         with self._lock:
             queues = dict(self._queues)
             for name in (ROOT_QUEUE, DEFAULT_QUEUE):
-                queues.setdefault(name, QueueInfo.implicit(name))
+                # An unreadable default queue is not an unlimited one: its jobs wait, with
+                # why. (The root stays: every queue hangs from it.)
+                if name == ROOT_QUEUE or self.invalid.get("queues", name) is None:
+                    queues.setdefault(name, QueueInfo.implicit(name))
             snap = ClusterSnapshot({}, {}, queues, reservations=self._reservations)
             lapsed = time.monotonic() - self.ungate_confirm_timeout
             for uid in [u for u, at in self._ungated.items() if at < lapsed]:
                 del self._ungated[uid]
             for name in sorted(self._nodes):
                 snap.nodes[name] = self._nodes[name].clone()
+            bad_queues = {e.name: e.message for e in self.invalid.entries() if e.kind == "queues"}
             for uid in sorted(self._jobs):
-                self._snapshot_job(self._jobs[uid], snap)
+                self._snapshot_job(self._jobs[uid], snap, bad_queues)
             return snap
 
-    def _snapshot_job(self, job: JobInfo, snap: ClusterSnapshot) -> None:
+    def _snapshot_job(
+        self, job: JobInfo, snap: ClusterSnapshot, bad_queues: Mapping[str, str] | None = None
+    ) -> None:
         reason = None
         if job.podgroup is None and not job.is_synthetic:
-            reason = Status(Code.INVALID_OBJECT, "cache", f"podgroup {job.uid} does not exist")
+            bad = self.invalid.get("podgroups", job.uid)
+            why = f"is invalid: {bad.message}" if bad else "does not exist"
+            reason = Status(Code.INVALID_OBJECT, "cache", f"podgroup {job.uid} {why}")
         elif job.queue not in snap.queues:
-            reason = Status(Code.QUEUE_INVALID, "cache", f"queue {job.queue} does not exist")
+            bad = self.invalid.get("queues", job.queue)
+            why = f"is invalid: {bad.message}" if bad else "does not exist"
+            reason = Status(Code.QUEUE_INVALID, "cache", f"queue {job.queue} {why}")
+        elif bad_queues and (ancestor := _bad_ancestor(job.queue, snap.queues, bad_queues)):
+            message = f"queue {job.queue}: its ancestor queue {ancestor} is invalid: "
+            reason = Status(Code.QUEUE_INVALID, "cache", message + bad_queues[ancestor])
         if reason is not None:
             snap.skipped[job.uid] = reason
             snap.skipped_jobs[job.uid] = job.clone()
@@ -391,3 +413,15 @@ class SchedulerCache:
             pending = list(self._writes)
         done, not_done = wait(pending, timeout=timeout)
         return not not_done
+
+
+def _bad_ancestor(name: str, queues: Mapping[str, QueueInfo], bad: Mapping[str, str]) -> str:
+    """The nearest ancestor of queue ``name`` that Sluice refused, else ""."""
+    seen = {name}
+    parent = queues[name].parent if name in queues else None
+    while parent and parent not in seen:
+        if parent in bad:
+            return parent
+        seen.add(parent)
+        parent = queues[parent].parent if parent in queues else None
+    return ""

@@ -79,6 +79,7 @@ class Cluster:
         """Admit, validate and store a new object, exactly as a POST does. Raises ``ApiError``."""
         resource = resource_for(plural)
         obj = _checked_body(resource, obj)
+        validation.validate_quantities_decode(resource, obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             namespace = _request_namespace(namespace, meta)
@@ -104,6 +105,7 @@ class Cluster:
             priority.validate_priority_class(obj, self.store)
         if plural == "configmaps":
             validation.validate_config_map(obj)
+        validation.validate_custom_quantities(resource, obj)
         validation.validate_labels(resource.kind, obj)
         try:
             return self.store.create(plural, obj)
@@ -195,6 +197,7 @@ class Cluster:
         elif subresource:
             raise ApiError(405, f"{subresource} does not support update or patch")
         else:
+            validation.validate_quantities_decode(resource, new)
             if resource.plural != "events" and "status" in current:
                 new["status"] = current["status"]
             for field in SERVER_MANAGED_META:
@@ -203,6 +206,7 @@ class Cluster:
                 validation.validate_pod_update(current, new)
             if resource.plural == "configmaps":
                 validation.validate_config_map(new)
+            validation.validate_custom_quantities(resource, new, current)
             validation.validate_labels(resource.kind, new)
         return new
 

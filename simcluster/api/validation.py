@@ -7,9 +7,15 @@ what a real cluster would tell it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from decimal import Decimal
 
+from kubernetes.utils import parse_quantity
+
+from scheduler.api.quantity import kube_syntax_error
 from simcluster.api.errors import (
     ApiError,
+    bad_request,
     forbidden_field,
     invalid,
     invalid_field,
@@ -113,10 +119,111 @@ def validate_labels(kind: str, obj: dict) -> None:
         raise invalid(kind, name, causes)
 
 
+# --- resource quantities ------------------------------------------------------------------
+#
+# kube-apiserver decodes a Pod or a Node into Go structs before admission: a quantity that
+# resource.ParseQuantity refuses ("abc", "1K") fails the request with 400 Bad Request. A quantity
+# that parses goes on to validation, which refuses a negative request, limit or overhead with
+# 422 Invalid ("-1Gi"). Neither sets an upper bound: "1e400" and "99999999999999999999999" are
+# stored as sent. Custom resources are checked against their CRD's schema instead: Volcano's
+# (controller-gen's) pattern for a Quantity field, which refuses "abc" (422) and lets "-1Gi" in.
+
+CRD_QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+# Where Volcano's CRDs hold quantities: (path to a map of resource name to quantity).
+_CRD_QUANTITY_MAPS = {
+    "queues": (("spec", "capability"), ("spec", "deserved"), ("spec", "guarantee", "resource")),
+    "podgroups": (("spec", "minResources"),),
+}
+
+
+def validate_quantities_decode(resource: Resource, obj: dict) -> None:
+    """400, worded as kube-apiserver's decoder: a Pod or Node quantity it cannot parse."""
+    for _, value in _core_quantities(resource.plural, obj):
+        error = kube_syntax_error(value)
+        if error:
+            raise bad_request(
+                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                f"{resource.kind}: {error}"
+            )
+
+
+def validate_custom_quantities(resource: Resource, obj: dict, old: dict | None = None) -> None:
+    """422, worded as the CRD schema validation: a quantity not matching the Quantity pattern.
+    On an update a value left as it was is not checked again (CRD validation ratcheting)."""
+    causes = []
+    for path in _CRD_QUANTITY_MAPS.get(resource.plural, ()):
+        values, before = _dig(obj, path), _dig(old or {}, path)
+        if not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            if isinstance(before, dict) and key in before and before[key] == value:
+                continue
+            field = ".".join((*path, str(key)))
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                message = (
+                    f'{field} in body must be of type integer,string: "{type(value).__name__}"'
+                )
+                causes.append(invalid_field(field, value, message))
+            elif isinstance(value, str) and not re.fullmatch(CRD_QUANTITY, value):
+                message = f"{field} in body should match '{CRD_QUANTITY}'"
+                causes.append(invalid_field(field, value, message))
+    if causes:
+        name = obj["metadata"].get("name") or ""
+        raise invalid(f"{resource.kind}.{resource.group}", name, causes)
+
+
+def _dig(obj: dict, path: tuple[str, ...]) -> object:
+    current: object = obj
+    for key in path:
+        current = current.get(key) if isinstance(current, dict) else None
+    return current
+
+
+def _core_quantities(plural: str, obj: dict) -> Iterator[tuple[str, object]]:
+    """(field path as kube-apiserver prints it, value) of every quantity Sluice's Pods and
+    Nodes carry: container requests and limits, the pod's overhead, a node's capacity."""
+    if plural == "pods":
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        for kind in ("initContainers", "containers", "ephemeralContainers"):
+            containers = spec.get(kind)
+            for i, container in enumerate(containers if isinstance(containers, list) else []):
+                resources = container.get("resources") if isinstance(container, dict) else None
+                for section in ("requests", "limits"):
+                    path = f"spec.{kind}[{i}].resources.{section}"
+                    yield from _map_items(path, (resources or {}).get(section))
+        yield from _map_items("spec.overhead", spec.get("overhead"))
+    elif plural == "nodes":
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        for section in ("capacity", "allocatable"):
+            yield from _map_items(f"status.{section}", status.get(section))
+
+
+def _map_items(path: str, values: object) -> Iterator[tuple[str, object]]:
+    if isinstance(values, dict):
+        for name, value in values.items():
+            yield f"{path}[{name}]", value
+
+
+def _negative_quantities(pod: dict) -> list[tuple[str, str, str]]:
+    """kube-apiserver's ValidateNonnegativeQuantity over a pod's requests, limits, overhead."""
+    causes = []
+    for field, value in _core_quantities("pods", pod):
+        try:
+            negative = value is not None and Decimal(parse_quantity(value)) < 0
+        except (ValueError, ArithmeticError):
+            continue  # refused at decoding already
+        if negative:
+            causes.append(invalid_field(field, value, "must be greater than or equal to 0"))
+    return causes
+
+
 def validate_pod_create(pod: dict) -> None:
     spec = pod.get("spec") or {}
     name = pod["metadata"]["name"]
-    causes = []
+    causes = _negative_quantities(pod)
     if not spec.get("containers"):
         causes.append(required_field("spec.containers"))
     if spec.get("schedulingGates") and spec.get("nodeName"):

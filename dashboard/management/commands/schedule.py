@@ -93,6 +93,9 @@ class Command(BaseCommand):
                 time.sleep(max(0.0, period - (time.monotonic() - started)))
 
     def _print(self, report: CycleReport) -> None:
+        if report.failure:
+            self.stderr.write(f"cycle {report.mode} failed: {report.failure}")
+            return
         decisions = len(report.transitions)
         self.stdout.write(
             f"cycle {report.mode}: {report.duration_s * 1000:.1f} ms, {decisions} decisions, "
@@ -107,6 +110,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  waiting {w.namespace}/{w.name} (queue {w.queue}): {w.state}: {w.status}"
             )
+        for obj in report.invalid:  # pods among them are listed as waiting already
+            if obj.kind == "pod":
+                continue
+            where = f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
+            self.stderr.write(f"  cannot use {obj.kind} {where}: {obj.message}")
         for error in report.errors:
             self.stderr.write(f"  error: {error}")
         if report.config is not None and report.config.error:
