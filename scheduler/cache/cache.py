@@ -67,9 +67,9 @@ class SchedulerCache:
         self.ungate_confirm_timeout = UNGATE_CONFIRM_TIMEOUT
         self._reservations: dict[str, float | None] = {}
         self.gates_removed_at_bind = 0
-        # Observe mode: the last decision reported per pod, so a decision the cluster never
-        # saw carried out is reported once, not again every cycle (task uid -> decision).
-        self.observed: dict[str, tuple[str, str, str]] = {}
+        # Observe mode: the decisions reported per pod, so a decision the cluster never saw
+        # carried out is reported once, not again every cycle (uid -> kind -> (node, message)).
+        self.observed: dict[str, dict[str, tuple[str, str]]] = {}
         # Where API writes that must not hold up a cycle run (nominatedNodeName patches):
         # an Executor in a live scheduler; None runs them in line (tests, simulations).
         self.async_writes: Executor | None = None

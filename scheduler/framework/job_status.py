@@ -33,6 +33,14 @@ _WAITING = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 def record_job_status(ssn: Session) -> None:
     stamp = datetime.fromtimestamp(ssn.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for job in ssn.skipped_jobs.values():
+        # Not scheduled at all (its queue or PodGroup is missing): its waiting pods say why,
+        # and never look Unschedulable — nodes are not what they lack.
+        why = ssn.skipped.get(job.uid)
+        if why is not None:
+            for task in job.pending_tasks():
+                if not task.sch_gated and not scheduling_gates(task.pod):
+                    ssn.writer.pod_condition(task, _pod_condition(SCHEDULING_SKIPPED, why.message))
     for job in ssn.jobs.values():
         verdict = ssn.invalid.get(job.uid)
         if not ssn.job_ready(job) and _releasing_holds_the_gang(job):
@@ -181,9 +189,11 @@ def _record_tasks(ssn: Session, job: JobInfo, job_message: str) -> None:
                 if why.node_shortfall or status == TaskStatus.PIPELINED
                 else SCHEDULING_SKIPPED
             )
-            condition = {"type": "PodScheduled", "status": "False", "reason": reason,
-                         "message": why.message or job_message}  # fmt: skip
-            ssn.writer.pod_condition(task, condition)
+            ssn.writer.pod_condition(task, _pod_condition(reason, why.message or job_message))
+
+
+def _pod_condition(reason: str, message: str) -> dict[str, str]:
+    return {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
 
 
 def _gang_code(job: JobInfo) -> Code:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from scheduler.api.job_info import JobInfo
+from scheduler.api.helpers import reservation_since
+from scheduler.api.job_info import PG_INQUEUE, JobInfo
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
 from scheduler.api.status import Status
@@ -76,12 +77,29 @@ class Session(ExtensionPoints):
     # --- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
+        self._admit_ungated_pods()
         for plugin in self.plugins:
             plugin.on_session_open(self)
         for uid, job in self.jobs.items():
             verdict = self.job_valid(job)
             if not verdict.ok:
                 self.invalid[uid] = verdict
+
+    def _admit_ungated_pods(self) -> None:
+        """A pod without a PodGroup has no object to keep its admission in, so its gang of one
+        starts each cycle Pending. One whose gate Sluice lifted (its queue admitted it; the
+        start of its reservation is on the pod, or this process saw it) stays admitted:
+        otherwise a higher-priority newcomer is admitted first, the pod is refused by its queue
+        and the newcomer by the pod's reservation, and nothing runs."""
+        for job in self.jobs.values():
+            if not job.is_synthetic or not job.is_pending():
+                continue
+            for task in job.pending_tasks():
+                if task.sch_gated:
+                    continue
+                if self.reservations.get(task.uid) is not None or reservation_since(task.pod):
+                    job.phase = PG_INQUEUE
+                    break
 
     def schedulable(self, job: JobInfo) -> bool:
         """Admitted (not Pending) and valid: what allocate, backfill, preempt and reclaim take."""

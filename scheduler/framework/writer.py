@@ -51,6 +51,12 @@ class Writer:
         node: str,
         message: str,
     ) -> None:
+        if not self.act:
+            # Observe mode: nothing happens, so the same decision comes back every cycle.
+            seen = self.cache.observed.setdefault(task.uid, {})
+            if seen.get(kind.value) == (node, message):
+                return
+            seen[kind.value] = (node, message)
         job = self.jobs.get(task.job_id)
         self.transitions.append(Transition(
             task.namespace, task.name, task.uid, kind, old, new, node, message,

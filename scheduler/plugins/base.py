@@ -15,6 +15,7 @@ warning, so a Volcano configuration loads unchanged). Anything else is a configu
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -36,6 +37,8 @@ class Plugin:
     name: ClassVar[str] = ""
     ARGUMENTS: ClassVar[Mapping[str, Any]] = {}
     VOLCANO_ONLY: ClassVar[frozenset[str]] = frozenset()
+    POSITIVE: ClassVar[frozenset[str]] = frozenset()  # numeric arguments that must be > 0
+    NON_NEGATIVE_INTEGER: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, option: PluginOption | Mapping[str, Any] | None = None) -> None:
         if not isinstance(option, PluginOption):
@@ -57,6 +60,16 @@ class Plugin:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(
                 f"plugin {self.name}: argument {key}: expected a number, got {value!r}"
+            )
+        if not math.isfinite(value):
+            raise ValueError(
+                f"plugin {self.name}: argument {key}: expected a finite number, got {value!r}"
+            )
+        if key in self.POSITIVE and value <= 0:
+            raise ValueError(f"plugin {self.name}: argument {key}: must be > 0, got {value!r}")
+        if key in self.NON_NEGATIVE_INTEGER and (value < 0 or value != int(value)):
+            raise ValueError(
+                f"plugin {self.name}: argument {key}: expected an integer >= 0, got {value!r}"
             )
         return value
 

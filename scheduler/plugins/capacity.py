@@ -41,6 +41,8 @@ _MIN = 0.1
 class CapacityPlugin(Plugin):
     name = "capacity"
     ARGUMENTS = {**RESERVATION_ARGUMENTS, "ancestorReclaimLevel": 0}
+    POSITIVE = frozenset({"reservationTimeout"})
+    NON_NEGATIVE_INTEGER = frozenset({"ancestorReclaimLevel"})
     VOLCANO_ONLY = frozenset(
         {"capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable"}
     )

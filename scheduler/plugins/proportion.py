@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 class ProportionPlugin(Plugin):
     name = "proportion"
     ARGUMENTS = RESERVATION_ARGUMENTS
+    POSITIVE = frozenset({"reservationTimeout"})
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn

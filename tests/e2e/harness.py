@@ -62,10 +62,26 @@ class Harness:
         self.api = client.ApiClient(client.Configuration(host=self.server.url))
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
-        self.service = SchedulerService(
-            self.api, config=config or default_config(), act=True, clock=self.clock.now
-        ).start(sync_timeout=10)
+        self.config = config or default_config()
+        self.service = self._new_service()
+        self.standby: list[SchedulerService] = []  # services a failover left running idle
         self.reports: list[CycleReport] = []
+
+    def _new_service(self) -> SchedulerService:
+        return SchedulerService(self.api, config=self.config, act=True, clock=self.clock.now).start(
+            sync_timeout=10
+        )
+
+    def restart(self) -> None:
+        """The scheduler process restarts: everything it held in memory is gone."""
+        self.service.stop()
+        self.service = self._new_service()
+
+    def failover(self) -> None:
+        """A second scheduler (another worker, its own cache) takes the cycles over while the
+        first one stays up and idle."""
+        self.standby.append(self.service)
+        self.service = self._new_service()
 
     def attach_admission(self, *, node_groups: bool = True) -> None:
         """Give the scheduler the node-capacity check (as its configuration says), fed by
@@ -108,6 +124,8 @@ class Harness:
         return self.store.get("pods", namespace, name)
 
     def close(self) -> None:
+        for service in self.standby:
+            service.stop()
         self.service.stop()
         self.api.close()
         self.server.stop()

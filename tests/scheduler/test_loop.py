@@ -150,7 +150,11 @@ def test_pipelined_when_only_releasing_resources_fit():
 def test_pods_of_a_missing_podgroup_are_reported_waiting_with_the_reason():
     scenario = Scenario(nodes=[node("n1")], pods=[pod("orphan", group="nowhere")])
     report, client = scenario.run()
-    assert client.calls == []
+    # Its condition says why — and not Unschedulable: no node would help it.
+    assert client.calls == [
+        ("patch_pod_condition", "ns/orphan", {"type": "PodScheduled", "status": "False",
+         "reason": "SchedulingSkipped", "message": "podgroup ns/nowhere does not exist"})
+    ]  # fmt: skip
     assert waiting(report)["ns/orphan"] == "podgroup ns/nowhere does not exist"
 
 
