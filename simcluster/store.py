@@ -29,6 +29,7 @@ KINDS: dict[str, bool] = {
     "queues": False,
     "podgroups": True,
     "priorityclasses": False,
+    "poddisruptionbudgets": True,
 }
 
 
@@ -89,6 +90,7 @@ class Store:
         self._log: deque[WatchEvent] = deque(maxlen=watch_log_size)
         self._rv = 0
         self._changed = threading.Condition()
+        self._observers: list[Callable[[WatchEvent], None]] = []
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -126,6 +128,16 @@ class Store:
             return items, self._rv
 
     # -- writes ------------------------------------------------------------------------------
+
+    def add_observer(self, observer: Callable[[WatchEvent], None]) -> None:
+        """Call ``observer`` with every change, under the lock, before the write returns (the
+        simulation's controllers that must never lag, e.g. the disruption controller). It may
+        write: its own writes reach every observer too."""
+        self._observers.append(observer)
+
+    def locked(self) -> threading.Condition:
+        """The store's (re-entrant) lock, to hold across several reads and writes."""
+        return self._changed
 
     def create(self, kind: str, obj: dict) -> dict:
         obj = copy.deepcopy(obj)
@@ -177,8 +189,10 @@ class Store:
             self._rv += 1
             obj = copy.deepcopy(obj)
             obj["metadata"]["resourceVersion"] = str(self._rv)
-            self._log.append(WatchEvent(self._rv, kind, "DELETED", obj))
+            event = WatchEvent(self._rv, kind, "DELETED", obj)
+            self._log.append(event)
             self._changed.notify_all()
+            self._notify(event)
             return copy.deepcopy(obj)
 
     def _write(
@@ -193,9 +207,16 @@ class Store:
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[kind][key] = obj
         # ``previous`` is the replaced stored dict: nothing mutates it any more, so no copy.
-        self._log.append(WatchEvent(self._rv, kind, event_type, copy.deepcopy(obj), previous))
+        event = WatchEvent(self._rv, kind, event_type, copy.deepcopy(obj), previous)
+        self._log.append(event)
         self._changed.notify_all()
-        return copy.deepcopy(obj)
+        result = copy.deepcopy(obj)
+        self._notify(event)
+        return result
+
+    def _notify(self, event: WatchEvent) -> None:
+        for observer in self._observers:
+            observer(event)
 
     # -- watch -------------------------------------------------------------------------------
 

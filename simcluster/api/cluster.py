@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simcluster.api import pods, priority, validation
+from simcluster.api import poddisruptionbudgets, pods, priority, validation
 from simcluster.api.errors import (
     ApiError,
     bad_request,
@@ -21,10 +21,12 @@ from simcluster.api.errors import (
     qualified,
     store_error,
 )
+from simcluster.api.eviction import evict_pod
 from simcluster.api.patch import apply_patch
 from simcluster.api.resources import RESOURCES, Resource
 from simcluster.api.selectors import field_selector, label_selector
 from simcluster.api.webhook import Webhook, mutate_pod
+from simcluster.disruption import DisruptionController
 from simcluster.store import KINDS, Store, StoreError
 
 SERVER_MANAGED_META = (
@@ -51,6 +53,7 @@ class Cluster:
         for pc in priority.system_classes():  # kube-apiserver creates them at start
             with contextlib.suppress(StoreError):
                 self.store.create("priorityclasses", pc)
+        self.disruption = DisruptionController.attach(self.store, self.now)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -98,6 +101,8 @@ class Cluster:
             meta.pop(field, None)
         if plural == "pods":
             obj = self._admit_pod(namespace or "", obj)
+        elif plural == "poddisruptionbudgets":
+            poddisruptionbudgets.prepare_create(obj)
         else:
             validation.validate_name(resource, obj)
             _default_status(plural, obj)
@@ -208,6 +213,8 @@ class Cluster:
                 validation.validate_config_map(new)
             validation.validate_custom_quantities(resource, new, current)
             validation.validate_labels(resource.kind, new)
+        if resource.plural == "poddisruptionbudgets":
+            poddisruptionbudgets.prepare_update(current, new, subresource)
         return new
 
     # -- subresources ------------------------------------------------------------------------
@@ -228,8 +235,7 @@ class Cluster:
         eviction = _checked_object(eviction)
         if (eviction.get("metadata") or {}).get("name", name) != name:
             raise bad_request(f"name in URL does not match name in Eviction object ({name})")
-        grace = (eviction.get("deleteOptions") or {}).get("gracePeriodSeconds")
-        self.delete("pods", namespace, name, {"gracePeriodSeconds": grace})
+        evict_pod(self, namespace, name, eviction)
 
     def _mutate(
         self, plural: str, namespace: str, name: str, change: Callable[[dict], None]

@@ -8,6 +8,7 @@ VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_VERSION = "v1beta1"
 VOLCANO_GROUP_VERSION = f"{VOLCANO_GROUP}/{VOLCANO_VERSION}"
 SCHEDULING_GROUP = "scheduling.k8s.io"  # Kubernetes' own: PriorityClass
+POLICY_GROUP = "policy"  # Kubernetes' own: PodDisruptionBudget
 CUSTOM_GROUPS = frozenset({VOLCANO_GROUP})  # served as CustomResourceDefinitions would be
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
@@ -56,6 +57,15 @@ RESOURCES: dict[str, Resource] = {
             ("pc",),
             "priorityclass",
             (),
+        ),
+        Resource(
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            POLICY_GROUP,
+            "v1",
+            True,
+            ("pdb",),
+            "poddisruptionbudget",
         ),
     )
 }

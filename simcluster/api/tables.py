@@ -125,6 +125,16 @@ def _event_object(event: dict, now: float) -> str:
     return f"{(involved.get('kind') or '').lower()}/{involved.get('name', '')}"
 
 
+def _int_or_percent(field: str) -> Callable[[dict, float], str]:
+    """A PDB's minAvailable or maxUnavailable as ``IntOrString.String()``, else N/A."""
+
+    def cell(pdb: dict, now: float) -> str:
+        value = (pdb.get("spec") or {}).get(field)
+        return "N/A" if value is None else str(value)
+
+    return cell
+
+
 NAME: Column = ("Name", "string", 0, _name)
 AGE: Column = ("Age", "string", 0, _age)
 
@@ -185,6 +195,18 @@ COLUMNS: dict[str, list[Column]] = {
         ("Status", "string", 0, _field("status", "phase", default="")),
         ("MinMember", "integer", 0, _field("spec", "minMember", default="")),
         ("Queue", "string", 1, _field("spec", "queue", default="")),
+        AGE,
+    ],
+    "poddisruptionbudgets": [
+        NAME,
+        ("Min Available", "string", 0, _int_or_percent("minAvailable")),
+        ("Max Unavailable", "string", 0, _int_or_percent("maxUnavailable")),
+        (
+            "Allowed Disruptions",
+            "integer",
+            0,
+            lambda pdb, now: int((pdb.get("status") or {}).get("disruptionsAllowed") or 0),
+        ),
         AGE,
     ],
 }

@@ -29,7 +29,7 @@ def test_discovery_documents_list_core_and_volcano_resources(sim):
         "configmaps",
     } <= names
     groups = http(sim.server.url, "GET", "/apis")[1]
-    assert {g["name"] for g in groups["groups"]} == {GROUP, "scheduling.k8s.io"}
+    assert {g["name"] for g in groups["groups"]} == {GROUP, "scheduling.k8s.io", "policy"}
     volcano = http(sim.server.url, "GET", f"/apis/{GROUP}/{VERSION}")[1]
     assert {r["name"]: r["namespaced"] for r in volcano["resources"]}["queues"] is False
 
