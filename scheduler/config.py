@@ -77,6 +77,7 @@ TOP_LEVEL = (
     "configurations",
     "metrics",
     "pipelinePersistence",
+    "pipelineMargin",
     "schedulerName",
 )
 
@@ -106,6 +107,10 @@ class SchedulerConfig:
     # Volcano's pipeline cache persistence design: decisions persist in the cache across
     # cycles. False restores Volcano's behaviour before it, for comparison.
     pipeline_persistence: bool = True
+    # Seconds a pipeline decision may outlive the grace periods of the pods it waits for,
+    # before it is released (and the pod's nomination cleared): a victim that never leaves
+    # must not hide its preemptor from autoscalers for good.
+    pipeline_margin: float = 60.0
     # Where it was read from (a file, a ConfigMap, "default"): not part of what it says.
     source: str = field(default="", compare=False)
 
@@ -143,6 +148,13 @@ class SchedulerConfig:
         persistence = raw.get("pipelinePersistence", True)
         if not isinstance(persistence, bool):
             raise ConfigError(f"pipelinePersistence: expected true or false, got {persistence!r}")
+        margin = raw.get("pipelineMargin", 60.0)
+        if (
+            isinstance(margin, bool)
+            or not isinstance(margin, int | float)
+            or not 0 <= margin < float("inf")
+        ):
+            raise ConfigError(f"pipelineMargin: expected seconds >= 0, got {margin!r}")
         name = raw.get("schedulerName") or "volcano"
         if not isinstance(name, str):
             raise ConfigError(f"schedulerName: expected a string, got {name!r}")
@@ -152,6 +164,7 @@ class SchedulerConfig:
             name,
             tuple(_configuration(c, i) for i, c in enumerate(configurations)),
             persistence,
+            float(margin),
             source,
         )
         config.enqueue_arguments()  # raises ConfigError naming a bad enqueue argument
@@ -184,6 +197,8 @@ class SchedulerConfig:
             ]
         if not self.pipeline_persistence:
             raw["pipelinePersistence"] = False
+        if self.pipeline_margin != 60.0:
+            raw["pipelineMargin"] = self.pipeline_margin
         if self.scheduler_name != "volcano":
             raw["schedulerName"] = self.scheduler_name
         return raw

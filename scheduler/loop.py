@@ -76,7 +76,7 @@ def _run(
     check = NodeCapacityPlugin(admission) if admission is not None else None
     if check is not None:
         tiers.append([check])
-    ssn = Session(cache.snapshot(), config, writer, now, tiers)
+    ssn = Session(cache.snapshot(now), config, writer, now, tiers)
     ssn.open()
     durations: dict[str, float] = {}
     for name, action in registry.actions(config):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from scheduler.api.labels import DURATION_ANNOTATION
+from scheduler.api.labels import DURATION_ANNOTATION, NEVER_TERMINATES_ANNOTATION
 from scheduler.api.quantity import QuantityError
 from simcluster.podutil import (
     Resources,
@@ -193,6 +193,8 @@ class Kubelet:
         if not (pod.get("spec") or {}).get("nodeName"):
             self._remove(pod)  # Never ran anywhere: nothing to stop.
             return
+        if (meta(pod).get("annotations") or {}).get(NEVER_TERMINATES_ANNOTATION) == "true":
+            return  # stuck Terminating: nothing here will ever finish it
         if uid not in self._deleting_seen:
             self._deleting_seen[uid] = now
             emit_event(

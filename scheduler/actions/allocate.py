@@ -194,8 +194,14 @@ def _select_node(
     now = mask & matrix.fits(vec, future=False)
     if matrix.any_pipelined:
         now &= matrix.fits(vec, future=True)
+    lapsed = ssn.lapsed_pipelines.get(task.uid)
     for pipelined in (False, True):
         fit = mask & matrix.fits(vec, future=True) if pipelined else now
+        if pipelined and lapsed is not None and lapsed[0] in ssn.nodes:
+            node = ssn.nodes[lapsed[0]]
+            if node.index >= 0 and not ssn.may_pipeline_on(task, node):
+                fit = fit.copy()
+                fit[node.index] = False  # its decision there lapsed; the same pods still leave
         if fit.any():
             if prefer is not None and prefer.index >= 0 and fit[prefer.index]:
                 return prefer, pipelined

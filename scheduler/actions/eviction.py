@@ -58,6 +58,8 @@ def evict_on_nodes(
     Volcano's victim order until the task ``fits``, and it is pipelined there. True when it
     was. A node that does not work out keeps nothing of what was tried on it."""
     for node in nodes:
+        if not ssn.may_pipeline_on(task, node):
+            continue  # its decision there lapsed while the same pods are still leaving
         victims = victims_of(task, candidates_of(node))
         if not _enough(task, node, victims):
             continue
@@ -123,9 +125,18 @@ def pending_tasks(ssn: Session, job: JobInfo, *, ours_gated: bool = False) -> li
 
 
 def running_candidates(
-    node: NodeInfo, keep: VictimFilter, statuses: frozenset[TaskStatus]
+    node: NodeInfo,
+    keep: VictimFilter,
+    statuses: frozenset[TaskStatus],
+    refused: frozenset[str] = frozenset(),
 ) -> list[TaskInfo]:
-    return [t for t in node.tasks.values() if t.status in statuses and preemptable(t) and keep(t)]
+    """The node's tasks that may be victims: in ``statuses``, preemptable, kept by ``keep``,
+    and not among the victims whose eviction was refused lately (``refused``)."""
+    return [
+        t
+        for t in node.tasks.values()
+        if t.status in statuses and t.uid not in refused and preemptable(t) and keep(t)
+    ]
 
 
 def commit_if_pipelined(ssn: Session, stmt: Statement, job: JobInfo) -> None:

@@ -98,7 +98,7 @@ def _preempt(
         return ssn.allocatable(queue, task).ok and fits_now(ssn, task, node)
 
     def candidates(node: NodeInfo) -> list[TaskInfo]:
-        return running_candidates(node, keep, PREEMPTABLE_STATUSES)
+        return running_candidates(node, keep, PREEMPTABLE_STATUSES, ssn.refused_victims)
 
     gated = task.sch_gated
     stmt.ungate(task)  # tried as the pod it becomes once its queue has room

@@ -49,7 +49,9 @@ def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         return owner is not None and owner.reclaimable
 
     def candidates(node: NodeInfo) -> list[TaskInfo]:
-        return running_candidates(node, other_reclaimable_queue, RECLAIMABLE_STATUSES)
+        return running_candidates(
+            node, other_reclaimable_queue, RECLAIMABLE_STATUSES, ssn.refused_victims
+        )
 
     for task in pending_tasks(ssn, job):
         if not ssn.job_starving(job):

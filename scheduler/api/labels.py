@@ -30,5 +30,8 @@ NODE_GROUP_LABEL = "sim.sluice.io/node-group"
 PROVISIONER_LABEL = "sim.sluice.io/provisioner"
 SCALE_UP_ANNOTATION = "sim.sluice.io/scale-up"
 DURATION_ANNOTATION = "sim.sluice.io/duration"
+# A pod the simulated kubelet never finishes terminating (its node stopped answering, a
+# container ignores SIGTERM and the kubelet hangs): deleted, it stays Terminating for ever.
+NEVER_TERMINATES_ANNOTATION = "sim.sluice.io/never-terminates"
 # The kubeconfig cluster extension in which the simulated cluster describes its clock.
 CLOCK_EXTENSION = "sim.sluice.io/clock"

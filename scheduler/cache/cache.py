@@ -46,6 +46,14 @@ class ClusterSnapshot:
     # Gate reservations' start times (uid -> time, or None once expired), shared with the
     # cache so they outlive the cycle: the capacity plugin keeps it.
     reservations: dict[str, float | None] = field(default_factory=dict)
+    # Pipeline decisions persisted in the cache: task uid -> the time they lapse.
+    pipeline_deadlines: dict[str, float] = field(default_factory=dict)
+    # Decisions that lapsed: task uid -> (node, the uids releasing there then). The task is not
+    # pipelined on that node again while the same pods are still leaving it.
+    lapsed_pipelines: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
+    # Victims whose eviction was refused (a PodDisruptionBudget, an error): not picked again
+    # until their pod changes or the retry time passes.
+    refused_victims: frozenset[str] = frozenset()
 
 
 class SchedulerCache:
@@ -70,6 +78,14 @@ class SchedulerCache:
         # Observe mode: the decisions reported per pod, so a decision the cluster never saw
         # carried out is reported once, not again every cycle (uid -> kind -> (node, message)).
         self.observed: dict[str, dict[str, tuple[str, str]]] = {}
+        self._pipeline_deadlines: dict[str, float] = {}
+        self._lapsed_pipelines: dict[str, tuple[str, frozenset[str]]] = {}
+        # uid -> (retry after, the pod's resourceVersion when its eviction was refused)
+        self._refused: dict[str, tuple[float, str]] = {}
+        # nominatedNodeName writes: uid -> the latest (pod, node) to write; written one at a
+        # time per pod, the latest always last (a newer decision never loses to an older one)
+        self._nominations: dict[str, tuple[Obj, str | None]] = {}
+        self._nomination_locks: dict[str, threading.Lock] = {}
         # Where API writes that must not hold up a cycle run (nominatedNodeName patches):
         # an Executor in a live scheduler; None runs them in line (tests, simulations).
         self.async_writes: Executor | None = None
@@ -122,7 +138,11 @@ class SchedulerCache:
         with self._lock:
             uid = uid_of(pod, "pod")
             self._delete_task(uid)
-            self.observed.pop(uid, None)
+            for memo in (
+                self.observed, self._pipeline_deadlines, self._lapsed_pipelines, self._refused,
+                self._nomination_locks,
+            ):  # fmt: skip
+                memo.pop(uid, None)
 
     def _is_ours(self, pod: Obj) -> bool:
         return (pod.get("spec") or {}).get(
@@ -225,8 +245,9 @@ class SchedulerCache:
 
     # --- snapshot --------------------------------------------------------------------------
 
-    def snapshot(self) -> ClusterSnapshot:
+    def snapshot(self, now: float | None = None) -> ClusterSnapshot:
         """Clone jobs, tasks and nodes; the pod dicts are shared, as in Volcano."""
+        now = time.time() if now is None else now
         with self._lock:
             queues = dict(self._queues)
             for name in (ROOT_QUEUE, DEFAULT_QUEUE):
@@ -235,6 +256,9 @@ class SchedulerCache:
                 if name == ROOT_QUEUE or self.invalid.get("queues", name) is None:
                     queues.setdefault(name, QueueInfo.implicit(name))
             snap = ClusterSnapshot({}, {}, queues, reservations=self._reservations)
+            snap.pipeline_deadlines = self._pipeline_deadlines
+            snap.lapsed_pipelines = self._lapsed_pipelines
+            snap.refused_victims = frozenset(self._still_refused(now))
             lapsed = time.monotonic() - self.ungate_confirm_timeout
             for uid in [u for u, at in self._ungated.items() if at < lapsed]:
                 del self._ungated[uid]
@@ -312,15 +336,45 @@ class SchedulerCache:
             cached.sch_gated = False
 
     def evict(self, task: TaskInfo, reason: str, client: ClusterClient) -> None:
-        client.evict(task.pod, reason)
+        """Evict through the API; raises what the API refused (a PodDisruptionBudget's 429, an
+        error) — except a pod already gone (404), which is what the eviction wanted."""
+        try:
+            client.evict(task.pod, reason)
+        except Exception as exc:
+            if getattr(exc, "status", None) != 404:
+                raise
         with self._lock:
             cached = self._tasks.get(task.uid)
             if cached is not None and cached.node_name in self._nodes:
                 self._move(cached, TaskStatus.RELEASING, cached.node_name)
 
+    def refuse_victim(self, task: TaskInfo, retry_at: float) -> None:
+        """Its eviction was refused: leave it out of the victims until ``retry_at`` or until
+        its pod changes in what an eviction depends on (its labels, which budgets select it
+        by; its phase; its deletion), whichever comes first."""
+        with self._lock:
+            cached = self._tasks.get(task.uid)
+            self._refused[task.uid] = (
+                retry_at,
+                _eviction_fingerprint(cached.pod) if cached else "",
+            )
+
+    def _still_refused(self, now: float) -> list[str]:
+        out = []
+        for uid, (retry_at, version) in list(self._refused.items()):
+            cached = self._tasks.get(uid)
+            current = _eviction_fingerprint(cached.pod) if cached else None
+            if cached is None or now >= retry_at or current != version:
+                del self._refused[uid]
+            else:
+                out.append(uid)
+        return out
+
     # --- pipelines (issue #5044) --------------------------------------------------------------
 
-    def pipeline(self, task: TaskInfo, node_name: str, client: ClusterClient) -> bool:
+    def pipeline(
+        self, task: TaskInfo, node_name: str, client: ClusterClient, deadline: float | None = None
+    ) -> bool:
         """Persist "``task`` runs on ``node_name`` once resources are released".
 
         Under the lock, the cached task becomes Pipelined on the node, holding its request in
@@ -339,12 +393,10 @@ class SchedulerCache:
             if cached.status == TaskStatus.PIPELINED and cached.node_name == node_name:
                 return False
             self._move(cached, TaskStatus.PIPELINED, node_name)
+            if deadline is not None:
+                self._pipeline_deadlines[task.uid] = deadline
             pod = cached.pod
-        self._write(
-            lambda: client.patch_nominated_node(pod, node_name),
-            f"pod {task.namespace}/{task.name}: set status.nominatedNodeName={node_name}",
-            task.uid,
-        )
+        self._nominate(pod, task, node_name, client)
         return True
 
     def unpipeline(self, task: TaskInfo, client: ClusterClient) -> bool:
@@ -356,16 +408,42 @@ class SchedulerCache:
             if cached is None or cached.status != TaskStatus.PIPELINED:
                 return False
             self._move(cached, TaskStatus.PENDING, "")
+            self._pipeline_deadlines.pop(task.uid, None)
             pod = cached.pod
-        self._write(
-            lambda: client.patch_nominated_node(pod, None),
-            f"pod {task.namespace}/{task.name}: clear status.nominatedNodeName",
-            task.uid,
-        )
+        self._nominate(pod, task, None, client)
         return True
+
+    def lapse_pipeline(self, task: TaskInfo, node_name: str, releasing: frozenset[str]) -> None:
+        """A decision outlived its deadline: remember not to take it again on ``node_name``
+        while the same pods (``releasing``) are still leaving it."""
+        with self._lock:
+            self._lapsed_pipelines[task.uid] = (node_name, releasing)
+
+    def _nominate(self, pod: Obj, task: TaskInfo, node: str | None, client: ClusterClient) -> None:
+        """Write ``status.nominatedNodeName``: asynchronously, one write at a time per pod, and
+        the latest decision last — a patch still in flight never overwrites a newer one."""
+        what = f"pod {task.namespace}/{task.name}: " + (
+            f"set status.nominatedNodeName={node}" if node else "clear status.nominatedNodeName"
+        )
+        with self._lock:
+            self._nominations[task.uid] = (pod, node)
+            lock = self._nomination_locks.setdefault(task.uid, threading.Lock())
+
+        def flush() -> None:
+            with lock:
+                while True:
+                    with self._lock:
+                        latest = self._nominations.pop(task.uid, None)
+                    if latest is None:
+                        return
+                    client.patch_nominated_node(*latest)
+
+        self._write(flush, what, task.uid)
 
     def _move(self, cached: TaskInfo, status: TaskStatus, node_name: str) -> None:
         """Re-account a cached task under a new status and node (the lock is held)."""
+        if status != TaskStatus.PIPELINED:
+            self._pipeline_deadlines.pop(cached.uid, None)
         old_node = self._nodes.get(cached.node_name)
         if old_node is not None:
             old_node.remove_task(cached)
@@ -413,6 +491,18 @@ class SchedulerCache:
             pending = list(self._writes)
         done, not_done = wait(pending, timeout=timeout)
         return not not_done
+
+
+def _eviction_fingerprint(pod: Obj) -> str:
+    status = pod.get("status") or {}
+    return repr(
+        (
+            sorted((meta(pod).get("labels") or {}).items()),
+            meta(pod).get("deletionTimestamp"),
+            (pod.get("spec") or {}).get("nodeName"),
+            status.get("phase"),
+        )
+    )
 
 
 def _bad_ancestor(name: str, queues: Mapping[str, QueueInfo], bad: Mapping[str, str]) -> str:

@@ -9,6 +9,7 @@ configuration); each plugin registers callbacks on the extension points
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from scheduler.api.helpers import reservation_since
 from scheduler.api.job_info import PG_INQUEUE, JobInfo
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueInfo
-from scheduler.api.status import Status
+from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext
 from scheduler.cache.cache import ClusterSnapshot
 from scheduler.config import SchedulerConfig
@@ -25,6 +26,21 @@ from scheduler.framework.node_matrix import NodeMatrix
 from scheduler.framework.writer import Writer
 from scheduler.plugins.base import Plugin
 from scheduler.plugins.queue_tree import QueueAttr
+
+
+def _time_left(task: TaskInfo, now: float) -> float:
+    """How long a leaving pod may still take: until its deletionTimestamp (which Kubernetes
+    sets to the deletion time plus its grace period), else its whole grace period."""
+    meta = task.pod.get("metadata") or {}
+    stamp = meta.get("deletionTimestamp")
+    if isinstance(stamp, str):
+        try:
+            due = datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+            return max(0.0, due.timestamp() - now)
+        except ValueError:
+            pass
+    grace = (task.pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return float(grace) if isinstance(grace, int | float) and not isinstance(grace, bool) else 30.0
 
 
 class Session(ExtensionPoints):
@@ -66,6 +82,11 @@ class Session(ExtensionPoints):
             for t in j.index.get(TaskStatus.PIPELINED, {}).values()
         }
         self.waiting: dict[str, Status] = {}  # task uid -> why it is still waiting
+        # Pipeline decisions' deadlines and the decisions that lapsed (shared with the cache),
+        # and victims whose eviction was refused (left out of preempt and reclaim for now).
+        self.pipeline_deadlines: dict[str, float] = snapshot.pipeline_deadlines
+        self.lapsed_pipelines = snapshot.lapsed_pipelines
+        self.refused_victims: frozenset[str] = snapshot.refused_victims
         # The queue plugin's figures per queue (capability, deserved, allocated, share…).
         self.queue_attrs: dict[str, QueueAttr] = {}
         self.plugins: list[Plugin] = []
@@ -78,12 +99,76 @@ class Session(ExtensionPoints):
 
     def open(self) -> None:
         self._admit_ungated_pods()
+        self._lapse_pipelines()
         for plugin in self.plugins:
             plugin.on_session_open(self)
         for uid, job in self.jobs.items():
             verdict = self.job_valid(job)
             if not verdict.ok:
                 self.invalid[uid] = verdict
+
+    # --- pipeline decisions' life -------------------------------------------------------------
+
+    def releasing_on(self, node: NodeInfo) -> frozenset[str]:
+        return frozenset(t.uid for t in node.tasks.values() if t.status == TaskStatus.RELEASING)
+
+    def pipeline_deadline(self, node: NodeInfo) -> float:
+        """A decision to run on ``node`` once resources are released there lasts as long as
+        the pods leaving it may take (their grace periods) plus ``pipelineMargin``."""
+        waits = [0.0]
+        for task in node.tasks.values():
+            if task.status == TaskStatus.RELEASING:
+                waits.append(_time_left(task, self.now))
+        return self.now + max(waits) + self.config.pipeline_margin
+
+    def may_pipeline_on(self, task: TaskInfo, node: NodeInfo) -> bool:
+        """Not on a node where its decision lapsed while the same pods are still leaving."""
+        lapsed = self.lapsed_pipelines.get(task.uid)
+        return lapsed is None or lapsed != (node.name, self.releasing_on(node))
+
+    def _lapse_pipelines(self) -> None:
+        """A persisted decision whose victims never left releases its node: past its deadline
+        it is taken back, so the pod loses its ``nominatedNodeName`` (an autoscaler ignores a
+        nominated pod: a stale nomination would hide it for good, kubernetes/autoscaler #9607)
+        and may be placed, or seen, anew."""
+        for job in self.jobs.values():
+            for task in list(job.index.get(TaskStatus.PIPELINED, {}).values()):
+                node = self.nodes.get(task.node_name)
+                if node is None:
+                    continue
+                deadline = self.pipeline_deadlines.setdefault(
+                    task.uid, self.pipeline_deadline(node)
+                )  # a decision this process did not make is timed from now
+                if self.now < deadline:
+                    continue
+                releasing = self.releasing_on(node)
+                self.lapsed_pipelines[task.uid] = (node.name, releasing)
+                self.pipeline_deadlines.pop(task.uid, None)
+                self.unplace_task(task, node.name)
+                message = (
+                    f"decision to run on {node.name} once resources are released there lapsed: "
+                    f"{len(releasing)} pod(s) there did not leave in time"
+                )
+                self.notices.append(f"pod {task.namespace}/{task.name}: {message}")
+                self.writer.event(task.pod, "Warning", "PipelineExpired", message)
+
+    def _drop_orphaned_pipelines(self) -> None:
+        """Decisions that outlived their gang: a job that is invalid now (a member deleted) or
+        can no longer be pipelined as a whole keeps no member pipelined — its node room and
+        queue share go back."""
+        for uid, job in self.jobs.items():
+            pipelined = list(job.index.get(TaskStatus.PIPELINED, {}).values())
+            if not pipelined:
+                continue
+            why = self.invalid.get(uid)
+            if why is None and self.job_pipelined(job):
+                continue
+            if why is None:
+                why = Status(Code.GANG, "gang", f"gang of {job.min_available} can no longer "
+                             "be pipelined: its decisions are released")  # fmt: skip
+            for task in pipelined:
+                self.unplace_task(task, task.node_name)
+                self.wait(task, why)
 
     def _admit_ungated_pods(self) -> None:
         """A pod without a PodGroup has no object to keep its admission in, so its gang of one
@@ -106,6 +191,7 @@ class Session(ExtensionPoints):
         return not job.is_pending() and job.uid not in self.invalid
 
     def close(self) -> None:
+        self._drop_orphaned_pipelines()
         self._release_stale_pipelines()
         for plugin in self.plugins:
             plugin.on_session_close(self)

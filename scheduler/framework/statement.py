@@ -8,10 +8,14 @@ from dataclasses import dataclass
 
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.report import PodState
+from scheduler.api.status import Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, pod_state_of
 from scheduler.framework.session import Session
 
 log = logging.getLogger(__name__)
+# Seconds before a victim whose eviction was refused may be picked again (sooner if its pod
+# changes): a PodDisruptionBudget lets evictions through as its pods become healthy again.
+EVICTION_RETRY = 30.0
 
 
 class Op(enum.Enum):
@@ -124,21 +128,33 @@ class Statement:
     def commit(self) -> None:
         """Apply through the writer: allocations bind, pipelines persist in the cache (and
         publish nominatedNodeName), evictions evict. A pipeline the cache refuses is undone
-        in the session, so the session never claims what the cache does not hold."""
-        writer = self.session.writer
+        in the session, so the session never claims what the cache does not hold; so is a
+        pipeline that waited for an eviction the API refused (a PodDisruptionBudget)."""
+        session, writer = self.session, self.session.writer
+        refused: dict[str, str] = {}  # node -> the victim whose eviction was refused there
         for op in self.operations:
             op.task.last_transaction = None  # committed: nothing to report from a discard
             if op.name is Op.UNGATE:
-                writer.remove_gate(op.task, self.session.reservations.get(op.task.uid))
+                writer.remove_gate(op.task, session.reservations.get(op.task.uid))
             elif op.name is Op.ALLOCATE:
                 writer.bind(op.task, op.node_name, op.was)
             elif op.name is Op.PIPELINE:
+                if op.node_name in refused:
+                    session.unplace_task(op.task, op.node_name)
+                    message = (
+                        f"not pipelined on {op.node_name}: the eviction of {refused[op.node_name]}"
+                        " there was refused"
+                    )
+                    session.wait(op.task, Status(Code.UNSCHEDULABLE, "preempt", message))
+                    continue
+                node = session.nodes[op.node_name]
                 try:
-                    writer.pipeline(op.task, op.node_name, op.was)
+                    writer.pipeline(op.task, op.node_name, op.was, session.pipeline_deadline(node))
                 except KeyError as exc:
                     log.warning("pipeline not persisted: %s", exc, extra={"object": str(exc)})
                     writer.errors.append(f"pipeline {op.task.namespace}/{op.task.name}: {exc}")
-                    self.session.unplace_task(op.task, op.node_name)
-            else:
-                writer.evict(op.task, op.reason, op.was)
+                    session.unplace_task(op.task, op.node_name)
+            elif not writer.evict(op.task, op.reason, op.was, session.now + EVICTION_RETRY):
+                refused[op.node_name] = f"{op.task.namespace}/{op.task.name}"
+                session.unevict_task(op.task, op.previous)
         self.operations.clear()

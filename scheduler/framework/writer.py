@@ -76,7 +76,9 @@ class Writer:
         message = "allocated"
         self._record(task, TransitionKind.ALLOCATED, previous, PodState.BINDING, node_name, message)
 
-    def pipeline(self, task: TaskInfo, node_name: str, previous: PodState) -> None:
+    def pipeline(
+        self, task: TaskInfo, node_name: str, previous: PodState, deadline: float | None = None
+    ) -> None:
         """Persist a pipeline decision through the cache (Volcano's pipeline cache persistence
         design): the only path that sets ``status.nominatedNodeName``. Raises when the cache
         cannot take it (the statement then unpipelines the task). With persistence off the
@@ -85,7 +87,7 @@ class Writer:
         if not self.persist_pipelines:
             return
         if self.client is not None:
-            if not self.cache.pipeline(task, node_name, self.client):
+            if not self.cache.pipeline(task, node_name, self.client, deadline):
                 return  # the cache already holds this decision: no new transition or event
             message = (
                 f"pod {task.namespace}/{task.name} pipelined to node {node_name}, waiting for "
@@ -102,11 +104,20 @@ class Writer:
         kind = TransitionKind.UNPIPELINED
         self._record(task, kind, PodState.PIPELINED, pod_state_of(task), node_name, message)
 
-    def evict(self, task: TaskInfo, reason: str, previous: PodState) -> None:
+    def evict(self, task: TaskInfo, reason: str, previous: PodState, retry_at: float = 0.0) -> bool:
+        """Evict; False when the API refused (a PodDisruptionBudget's 429, an error): recorded
+        against the pod, which is not picked as a victim again before ``retry_at`` unless it
+        changes. The cycle goes on either way."""
         if self.client is not None:
-            self.cache.evict(task, reason, self.client)
+            try:
+                self.cache.evict(task, reason, self.client)
+            except Exception as exc:
+                self.errors.append(f"evict {task.namespace}/{task.name}: {exc}")
+                self.cache.refuse_victim(task, retry_at)
+                return False
         kind = TransitionKind.EVICTED
         self._record(task, kind, previous, PodState.TERMINATING, task.node_name, reason)
+        return True
 
     def remove_gate(self, task: TaskInfo, reserved_since: float | None = None) -> None:
         """Lift our gate; ``reserved_since`` (the cycle's time) is written on the pod with it
