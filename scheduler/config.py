@@ -22,7 +22,9 @@
 Parsing here checks the shape; ``scheduler.registry.load`` also checks every action, plugin
 and argument name against what Sluice implements. Two keys are Sluice's own, and a Volcano
 scheduler ignores them: ``pipelinePersistence`` (Volcano's pipeline cache persistence design,
-issue #5044; false restores the behaviour before it) and ``schedulerName``.
+issue #5044; false restores the behaviour before it) and ``pipelineMargin`` (seconds a
+pipeline decision may outlive its victims' grace periods). Which pods are ours is not in the
+configuration: as Volcano's ``--scheduler-name``, it is the process's setting.
 """
 
 from __future__ import annotations
@@ -78,7 +80,6 @@ TOP_LEVEL = (
     "metrics",
     "pipelinePersistence",
     "pipelineMargin",
-    "schedulerName",
 )
 
 
@@ -102,7 +103,6 @@ class ActionConfiguration:
 class SchedulerConfig:
     actions: tuple[str, ...]
     tiers: tuple[tuple[PluginOption, ...], ...]
-    scheduler_name: str = "volcano"
     configurations: tuple[ActionConfiguration, ...] = ()
     # Volcano's pipeline cache persistence design: decisions persist in the cache across
     # cycles. False restores Volcano's behaviour before it, for comparison.
@@ -130,6 +130,12 @@ class SchedulerConfig:
     def from_dict(cls, raw: Mapping[str, Any], *, source: str = "") -> SchedulerConfig:
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{source or 'configuration'}: expected a mapping with actions")
+        if "schedulerName" in raw:
+            raise ConfigError(
+                "schedulerName: not a configuration key — which pods are ours is the "
+                "scheduler's own setting, as Volcano's --scheduler-name flag: set "
+                "SLUICE_SCHEDULER_NAMES (or manage.py schedule --scheduler-name)"
+            )
         unknown = sorted(set(raw) - set(TOP_LEVEL))
         if unknown:
             raise ConfigError(f"unknown key(s) {unknown}; known: {list(TOP_LEVEL)}")
@@ -155,13 +161,9 @@ class SchedulerConfig:
             or not 0 <= margin < float("inf")
         ):
             raise ConfigError(f"pipelineMargin: expected seconds >= 0, got {margin!r}")
-        name = raw.get("schedulerName") or "volcano"
-        if not isinstance(name, str):
-            raise ConfigError(f"schedulerName: expected a string, got {name!r}")
         config = cls(
             tuple(str(a) for a in actions),
             parsed_tiers,
-            name,
             tuple(_configuration(c, i) for i, c in enumerate(configurations)),
             persistence,
             float(margin),
@@ -199,8 +201,6 @@ class SchedulerConfig:
             raw["pipelinePersistence"] = False
         if self.pipeline_margin != 60.0:
             raw["pipelineMargin"] = self.pipeline_margin
-        if self.scheduler_name != "volcano":
-            raw["schedulerName"] = self.scheduler_name
         return raw
 
     def to_yaml(self) -> str:
@@ -323,7 +323,9 @@ class ConfigText(Protocol):
 
 class ConfigFile:
     """A configuration file, read again whenever it changes (Volcano's ``--scheduler-conf``,
-    watched for writes). A file that cannot be read raises OSError naming it."""
+    watched for writes). A file that cannot be read raises OSError naming it, and is read
+    afresh once it can be again (a file moved away and back keeps its mtime and size); one
+    that is not UTF-8 is a ConfigError naming the byte."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -331,13 +333,22 @@ class ConfigFile:
         self._seen: tuple[int, int] | None = None
 
     def changed(self) -> str | None:
-        stat = self.path.stat()
+        try:
+            stat = self.path.stat()
+        except OSError:
+            self._seen = None  # whatever comes back is new
+            raise
         seen = (stat.st_mtime_ns, stat.st_size)
         if seen == self._seen:
             return None
-        text = self.path.read_text()
         self._seen = seen
-        return text
+        data = self.path.read_bytes()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"not UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+            ) from None
 
 
 # Sluice's defaults: Volcano's default actions plus preempt and reclaim, and the capacity

@@ -42,6 +42,25 @@ ACTIONS: dict[str, Action] = {
 }
 
 
+# Action arguments Volcano's actions read (at ed72c7c815a9fd547a787134676f73d42e9d049c) that
+# Sluice accepts without implementing them: a Volcano configuration loads, with a warning.
+ACTION_VOLCANO_ONLY: dict[str, frozenset[str]] = {
+    "allocate": frozenset({"predicateErrorCacheEnable"}),
+    "backfill": frozenset({"predicateErrorCacheEnable"}),
+    "reclaim": frozenset({"predicateErrorCacheEnable"}),
+    "preempt": frozenset(
+        {"predicateErrorCacheEnable", "enableTopologyAwarePreemption",
+         "topologyAwarePreemptWorkerNum", "minCandidateNodesPercentage",
+         "minCandidateNodesAbsolute", "maxCandidateNodesAbsolute"}
+    ),
+    "enqueue": frozenset(),
+}  # fmt: skip
+# The action arguments Sluice implements (enqueue's are checked by EnqueueArguments).
+ACTION_ARGUMENTS: dict[str, frozenset[str]] = {
+    "enqueue": frozenset({"admissionCheck", "retryAfter", "admitUnknown", "maxSnapshotAge"}),
+}
+
+
 def check(config: SchedulerConfig) -> SchedulerConfig:
     """``config`` if every action, plugin and argument it names exists; else ConfigError
     naming it, with what is supported."""
@@ -76,12 +95,27 @@ def check(config: SchedulerConfig) -> SchedulerConfig:
                 f"configurations: unknown action {configuration.name!r}; "
                 f"supported: {sorted(ACTIONS)}"
             )
+        known = ACTION_ARGUMENTS.get(configuration.name, frozenset())
+        volcano = ACTION_VOLCANO_ONLY.get(configuration.name, frozenset())
+        unknown = sorted(set(configuration.arguments) - known - volcano)
+        if unknown:
+            raise ConfigError(
+                f"configurations ({configuration.name}).arguments: unknown {unknown}; "
+                f"supported: {sorted(known)}, accepted but ignored (Volcano only): "
+                f"{sorted(volcano)}"
+            )
     return config
 
 
 def ignored_arguments(config: SchedulerConfig) -> list[str]:
-    """Arguments Volcano's plugins take that Sluice accepts but does not implement."""
-    out = []
+    """Arguments Volcano's plugins and actions take that Sluice accepts but does not
+    implement."""
+    out = [
+        f"{c.name}: {key}"
+        for c in config.configurations
+        for key in sorted(c.arguments)
+        if key in ACTION_VOLCANO_ONLY.get(c.name, frozenset())
+    ]
     for tier in config.tiers:
         for option in tier:
             cls = PLUGINS.get(option.name)
@@ -135,7 +169,7 @@ class LiveConfig:
         if source is not None:
             self.current()
             if self.error:  # the first text must load: there is nothing to fall back on
-                raise ConfigError(self.error)
+                raise ConfigError(self.error.removesuffix("; keeping the configuration in force"))
 
     def current(self) -> SchedulerConfig:
         if self.source is None:
@@ -145,7 +179,7 @@ class LiveConfig:
             if text is not None:
                 self.config = load(text, source=self.source.where)
                 self.error = ""
-        except (ConfigError, OSError) as exc:
+        except Exception as exc:  # any text that does not load keeps the one in force
             self.error = f"{self.source.where}: {exc}; keeping the configuration in force"
         return self.config
 

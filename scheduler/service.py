@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
@@ -135,7 +135,7 @@ class SchedulerService:
         *,
         config: SchedulerConfig | None = None,
         config_source: ConfigText | None = None,
-        scheduler_name: str = "volcano",
+        scheduler_name: str | Sequence[str] = "volcano",
         act: bool = False,
         clock: Callable[[], float] = time.time,
         gate_remover: GateRemover | None = None,
@@ -145,8 +145,9 @@ class SchedulerService:
         self.admission = admission  # the node-capacity check's state outlives every cycle
         self.act = act
         self.clock = clock
-        self.cache = SchedulerCache(scheduler_name)
-        self.cluster = KubeClusterClient(api, component=scheduler_name)
+        names = [scheduler_name] if isinstance(scheduler_name, str) else list(scheduler_name)
+        self.cache = SchedulerCache(names)
+        self.cluster = KubeClusterClient(api, component=names[0])
         # Gate removals leave the cycle: to the caller's remover (Celery queue "gates"), else
         # to a small in-process pool, so this service alone is a complete scheduler.
         self.gate_pool = None

@@ -91,6 +91,7 @@ class TreeRow:
     over_deserved: bool
     reclaimable: bool
     in_cycle: bool
+    problem: str = ""  # a queue outside the tree: its parent is missing, or a cycle
 
     @property
     def indent(self) -> float:
@@ -107,8 +108,9 @@ def tree_rows(queues: Mapping[str, QueueReport], specs: Mapping[str, dict]) -> l
         children.setdefault(parent, []).append(name)
     out: list[TreeRow] = []
 
-    def visit(name: str, depth: int) -> None:
+    def visit(name: str, depth: int, problem: str = "") -> None:
         report, spec = queues.get(name), specs.get(name) or {}
+        seen.add(name)
         out.append(
             TreeRow(
                 name=name,
@@ -121,10 +123,24 @@ def tree_rows(queues: Mapping[str, QueueReport], specs: Mapping[str, dict]) -> l
                 over_deserved=report.over_deserved if report else False,
                 reclaimable=spec.get("reclaimable", True),
                 in_cycle=report is not None,
+                problem=problem,
             )
         )
         for child in children.get(name, []):
-            visit(child, depth + 1)
+            if child not in seen:
+                visit(child, depth + 1)
 
+    seen: set[str] = set()
     visit(ROOT_QUEUE, 0)
+    # Queues the walk from root never reaches — a missing parent, or a cycle — are listed
+    # after the tree with what is wrong: the page is where one looks for them.
+    for name in sorted((set(queues) | set(specs)) - seen - {ROOT_QUEUE}):
+        if name in seen:
+            continue
+        parent = (specs.get(name) or {}).get("parent") or ROOT_QUEUE
+        if parent not in queues and parent not in specs:
+            problem = f"its parent {parent} does not exist"
+        else:
+            problem = f"spec.parent forms a cycle through {parent}"
+        visit(name, 0, problem)
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from celery import shared_task
 from django.conf import settings
@@ -25,6 +26,7 @@ from dashboard.tasks.admission import (
 )
 from dashboard.tasks.gates import queue_gate_removal
 from dashboard.tasks.history import store_cycle_report
+from scheduler.api.report import ConfigInForce, CycleReport
 from scheduler.config import ConfigError
 from scheduler.service import SchedulerService
 
@@ -45,7 +47,7 @@ def scheduler_service() -> SchedulerService:
                 api,
                 config=config,
                 config_source=scheduler_config_source(api),
-                scheduler_name=settings.SLUICE_SCHEDULER_NAMES[0],
+                scheduler_name=settings.SLUICE_SCHEDULER_NAMES,
                 act=settings.SLUICE_MODE == "act",
                 clock=kube.cluster_clock(),
                 gate_remover=queue_gate_removal,
@@ -75,7 +77,16 @@ def run_cycle() -> dict | None:
     its summary returned (None when no cycle ran)."""
     try:
         service = scheduler_service()
-    except (RuntimeError, TimeoutError, OSError, ConfigException, ConfigError) as exc:
+    except ConfigError as exc:
+        # A first configuration that does not load: there is none to keep in force, so no
+        # cycle runs — a failed one, then, so the pages and /healthz say why.
+        log.error("no cycle: %s", exc, extra={"object": "configuration"})
+        mode = "act" if settings.SLUICE_MODE == "act" else "observe"
+        report = CycleReport.failed(time.time(), 0.0, mode, exc)
+        report.config = ConfigInForce(source="", actions=[], tiers=[], text="", error=str(exc))
+        store_cycle_report(report.to_json())  # here: the broker may be what is missing too
+        return None
+    except (RuntimeError, TimeoutError, OSError, ConfigException) as exc:
         # No cluster yet (the simulation is still starting) or unreachable: try next period.
         log.warning("no cycle: %s", exc, extra={"object": "cluster"})
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,11 +58,17 @@ class ClusterSnapshot:
 
 class SchedulerCache:
     def __init__(
-        self, scheduler_name: str = "volcano", priority_classes: Mapping[str, int] | None = None
+        self,
+        scheduler_name: str | Iterable[str] = "volcano",
+        priority_classes: Mapping[str, int] | None = None,
     ):
-        self.scheduler_name = scheduler_name
+        # The spec.schedulerName values that are ours (Volcano's --scheduler-name, repeatable).
+        names = [scheduler_name] if isinstance(scheduler_name, str) else list(scheduler_name)
+        self.scheduler_names = frozenset(names)
+        self.scheduler_name = names[0]
         self.priority_classes = dict(priority_classes or {})  # name -> value
         self.default_priority = 0  # the globalDefault PriorityClass's value
+        self._default_class = ""  # its name
         self._lock = threading.RLock()
         self._tasks: dict[str, TaskInfo] = {}
         self._jobs: dict[str, JobInfo] = {}
@@ -147,7 +153,7 @@ class SchedulerCache:
     def _is_ours(self, pod: Obj) -> bool:
         return (pod.get("spec") or {}).get(
             "schedulerName", "default-scheduler"
-        ) == self.scheduler_name
+        ) in self.scheduler_names
 
     def _job_for(self, task: TaskInfo) -> JobInfo:
         job = self._jobs.get(task.job_id)
@@ -233,15 +239,20 @@ class SchedulerCache:
             value = as_int(pc.get("value"), obj=describe(pc, "priorityclass"), field="value")
             self.priority_classes[name] = value
             if pc.get("globalDefault") is True:
-                self.default_priority = value
+                self._default_class = name
+            elif self._default_class == name:  # no longer the default (an update)
+                self._default_class = ""
+            self.default_priority = self.priority_classes.get(self._default_class, 0)
 
     update_priority_class = add_priority_class
 
     def delete_priority_class(self, pc: Obj) -> None:
         with self._lock:
-            self.priority_classes.pop(meta(pc).get("name") or "", None)
-            if pc.get("globalDefault") is True:
-                self.default_priority = 0
+            name = meta(pc).get("name") or ""
+            self.priority_classes.pop(name, None)
+            if self._default_class == name:
+                self._default_class = ""
+            self.default_priority = self.priority_classes.get(self._default_class, 0)
 
     # --- snapshot --------------------------------------------------------------------------
 

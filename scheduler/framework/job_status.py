@@ -133,9 +133,14 @@ def _update_podgroup(ssn: Session, job: JobInfo, condition: dict | None) -> None
     if job.podgroup is None:
         return
     old = job.podgroup.get("status") or {}
+    counts = {
+        "running": job.count(TaskStatus.RUNNING),
+        "succeeded": job.count(TaskStatus.SUCCEEDED),
+        "failed": job.count(TaskStatus.FAILED),
+    }
     if condition is None:  # the phase and counts only
-        if old.get("phase") != phase:
-            ssn.writer.podgroup_status(job.podgroup, {**old, "phase": phase})
+        if old.get("phase") != phase or any(old.get(k, 0) != v for k, v in counts.items()):
+            ssn.writer.podgroup_status(job.podgroup, {**old, "phase": phase, **counts})
         return
     conditions = [c for c in old.get("conditions") or [] if c.get("type") != condition["type"]]
     same = any(
@@ -145,15 +150,16 @@ def _update_podgroup(ssn: Session, job: JobInfo, condition: dict | None) -> None
     status = {
         "phase": phase,
         "conditions": conditions if same else [*conditions, condition],
-        "running": job.count(TaskStatus.RUNNING),
-        "succeeded": job.count(TaskStatus.SUCCEEDED),
-        "failed": job.count(TaskStatus.FAILED),
+        **counts,
     }
     if same:
         status["conditions"] = old.get("conditions") or []
-    if same and old.get("phase") == phase:
-        return  # nothing changed: no write, no event (Volcano compares before updating)
+    counts_same = all(old.get(k, 0) == status[k] for k in ("running", "succeeded", "failed"))
+    if same and old.get("phase") == phase and counts_same:
+        return  # nothing changed: no write, no event (Volcano compares the whole status)
     ssn.writer.podgroup_status(job.podgroup, status)
+    if same and old.get("phase") == phase:
+        return  # only the counts moved: no event for that
     if condition["reason"] == NOT_ENOUGH_RESOURCES and phase in (PG_PENDING, PG_INQUEUE):
         pending = job.count(TaskStatus.PENDING)
         message = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"

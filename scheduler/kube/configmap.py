@@ -44,10 +44,12 @@ class ConfigMapText:
                 self.name, self.namespace, _preload_content=False, _request_timeout=10
             )
         except ApiException as exc:
-            raise OSError(f"{self.where}: HTTP {exc.status}: {exc.reason}") from None
+            self._text = None  # whatever comes back is new, even the same text
+            raise OSError(f"HTTP {exc.status}: {exc.reason}") from None
         data = (json.loads(response.data).get("data") or {}).get(self.key)
         if data is None:
-            raise OSError(f"{self.where}: the ConfigMap has no key {self.key!r}")
+            self._text = None
+            raise OSError(f"the ConfigMap has no key {self.key!r}")
         if data == self._text:
             return None
         self._text = data

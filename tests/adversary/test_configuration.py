@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 
+import pytest
+from django.core.management import CommandError
+
 from scheduler.config import ConfigFile
 from scheduler.kube.configmap import ConfigMapText
 from scheduler.service import SchedulerService
@@ -111,13 +114,11 @@ def test_schedule_command_reads_the_configmap_named_by_the_settings(sim, tmp_pat
     assert node_of(sim, "p") is None, out
 
 
-def test_the_configurations_scheduler_name_chooses_the_pods_scheduled(sim, tmp_path, settings):
-    """README: "Sluice's own keys: pipelinePersistence (default true) and schedulerName" —
-    a configuration with ``schedulerName: batch`` schedules the pods whose
-    ``spec.schedulerName`` is ``batch`` (as Volcano's ``--scheduler-name``). Sluice parses the
-    key, shows it on the Scheduler page (the YAML in force), and then never uses it: the cache
-    takes only pods of ``--scheduler-name`` (default ``volcano``), so the pod below waits
-    forever under a configuration that says it is ours."""
+def test_the_scheduler_names_are_a_setting_not_a_configuration_key(sim, tmp_path, settings):
+    """Found here: README listed ``schedulerName`` among Sluice's configuration keys; Sluice
+    parsed it, showed it and never used it. Which pods are ours is the process's setting, as
+    Volcano's ``--scheduler-name``: the key is now refused with a message saying where the
+    names go, and ``--scheduler-name batch`` schedules the pod of ``schedulerName: batch``."""
     settings.SLUICE_SCHEDULER_CONFIGMAP = ""
     conf = tmp_path / "volcano-scheduler.conf"
     conf.write_text(CONF + "schedulerName: batch\n")
@@ -125,9 +126,16 @@ def test_the_configurations_scheduler_name_chooses_the_pods_scheduled(sim, tmp_p
     make_queue(sim, "default")
     make_pod(sim, "p", scheduler="batch")
     kubeconfig = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
+    with pytest.raises(CommandError, match="SLUICE_SCHEDULER_NAMES"):
+        schedule_command(
+            "--kubeconfig", str(kubeconfig), "--once", "--mode", "act",
+            "--scheduler-conf", str(conf),
+        )  # fmt: skip
+    conf.write_text(CONF)
     out, _ = schedule_command(
-        "--kubeconfig", str(kubeconfig), "--once", "--mode", "act", "--scheduler-conf", str(conf)
-    )
+        "--kubeconfig", str(kubeconfig), "--once", "--mode", "act", "--scheduler-conf", str(conf),
+        "--scheduler-name", "volcano", "--scheduler-name", "batch",
+    )  # fmt: skip
     assert node_of(sim, "p") == "n1", out
 
 

@@ -2,9 +2,11 @@
 
 The Celery scheduler worker runs the same SchedulerService with the same configuration; this
 command is the whole scheduler in one process, for trying Sluice against a cluster or a
-simulation: ``--scheduler-conf`` (or ``SLUICE_SCHEDULER_CONF``) names a configuration in
-Volcano's format, read again when it changes; the node-capacity admission check runs as that
-configuration says, with snapshots it takes from the cluster itself.
+simulation: ``--scheduler-conf`` (or ``SLUICE_SCHEDULER_CONF``, or the ConfigMap
+``SLUICE_SCHEDULER_CONFIGMAP`` names) holds a configuration in Volcano's format, read again
+when it changes; the node-capacity admission check runs as that configuration says, with
+snapshots it takes from the cluster itself. ``--scheduler-name`` (repeatable, default
+``SLUICE_SCHEDULER_NAMES``) says which pods are ours, as Volcano's flag.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from django.core.management.base import BaseCommand, CommandError
 from kubernetes import client
 from kubernetes import config as kube_config
 
-from dashboard.tasks.admission import known_node_groups, scheduler_config
+from dashboard.tasks.admission import (
+    known_node_groups,
+    scheduler_config,
+    scheduler_config_source,
+)
 from scheduler.admission.context import Admission
 from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot
 from scheduler.api.report import CycleReport
@@ -44,7 +50,11 @@ class Command(BaseCommand):
         runs.add_argument("--once", action="store_true", help="run one cycle and exit")
         runs.add_argument("--cycles", type=int, default=0, help="run N cycles (0: until Ctrl-C)")
         parser.add_argument("--period", type=float, default=settings.SLUICE_CYCLE_PERIOD)
-        parser.add_argument("--scheduler-name", default=settings.SLUICE_SCHEDULER_NAMES[0])
+        parser.add_argument(
+            "--scheduler-name",
+            action="append",
+            help="a spec.schedulerName that is ours (repeatable; default SLUICE_SCHEDULER_NAMES)",
+        )
         parser.add_argument("--mode", choices=["act", "observe"], default="observe")
         parser.add_argument(
             "--scheduler-conf",
@@ -59,19 +69,24 @@ class Command(BaseCommand):
             raise CommandError(f"--kubeconfig {kubeconfig}: {exc}") from exc
         clock = clock_from_kubeconfig(kubeconfig)  # follows a simulation's --speed
         config = scheduler_config()
-        source = ConfigFile(options["scheduler_conf"]) if options["scheduler_conf"] else None
+        source = (
+            ConfigFile(options["scheduler_conf"])
+            if options["scheduler_conf"]
+            else scheduler_config_source(api)  # the ConfigMap of the settings, as the worker
+        )
         try:
             service = SchedulerService(
                 api,
                 config=config,
                 config_source=source,
-                scheduler_name=options["scheduler_name"],
+                scheduler_name=options["scheduler_name"] or settings.SLUICE_SCHEDULER_NAMES,
                 act=options["mode"] == "act",
                 clock=clock,
                 admission=_admission(api, clock),
             )
         except (ConfigError, OSError) as exc:
-            raise CommandError(f"--scheduler-conf: {exc}") from exc
+            where = "--scheduler-conf" if options["scheduler_conf"] else "configuration"
+            raise CommandError(f"{where}: {exc}") from exc
         try:
             service.start(sync_timeout=30)
         except TimeoutError as exc:
