@@ -100,3 +100,27 @@ def test_a_podgroup_with_an_absurd_min_resources_blinds_no_one(harnesses, check)
     waiting = condition(h.pod("member", NS))
     assert waiting["reason"] != "Unschedulable"
     assert "spec.minResources.cpu" in waiting["message"]
+
+
+def test_a_podgroup_created_before_its_pods_is_not_declared_to_fit(harnesses):
+    """README: "A Guaranteed workload is admitted only if all its pods can be placed together"
+    and a workload that fails "stays Pending with the PodGroup condition
+    NodeCapacityAvailable (False ...)". Volcano's job controller (and the Spark and Kubeflow
+    operators, as scheduler/actions/enqueue.py says) creates the PodGroup first and its pods
+    only once the PodGroup is Inqueue — the check must judge such a workload before any pod
+    exists, as Kueue judges a Workload from its pod sets. Here the PodGroup says minMember 1,
+    minResources 6 CPU: its one pod needs at least 6 CPU, and the only node has 4. It must
+    not be admitted with ``NodeCapacityAvailable=True`` and then run nowhere.
+
+    What happens: ``evaluate`` answers FITS for an empty pod list ("the workload has no
+    pods") and the check writes ``NodeCapacityAvailable: True`` on the PodGroup, which turns
+    Inqueue; its 6-CPU pod, created next, waits ``Insufficient cpu`` for ever. Every Volcano
+    Job bypasses the check this way."""
+    h = harnesses(one_node("4"))
+    h.step(1)
+    group = podgroup("job", 1, namespace=NS, queue="q", min_resources={"cpu": "6", "memory": "1Gi"})
+    h.custom.create_namespaced_custom_object(*VOLCANO, NS, "podgroups", body(group))
+    h.step(2)
+    said = capacity_condition(h, "job")
+    assert (said.get("status"), said.get("reason")) != ("True", "NodeCapacityAvailable"), said
+    assert phase(h, "job") == "Pending", said
