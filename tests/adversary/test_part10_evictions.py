@@ -284,3 +284,47 @@ def test_the_scheduler_left_idle_by_a_failover_writes_nothing():
         assert calls == []
     finally:
         h.close()
+
+
+def test_a_victim_replaced_by_a_new_pod_of_the_same_name_leaves_the_new_pod_alone():
+    """README ("A refused eviction ... A victim already gone (404) is what the eviction
+    wanted") and the care Sluice takes elsewhere with pods replaced under the same name (gate
+    removals: "a pod that is gone ... or replaced by a new pod of the same name (another UID)
+    is left alone"; binds carry the pod's uid). A StatefulSet's pod chosen as a victim is
+    deleted and recreated under the same name (new uid) just before the eviction is sent: the
+    pod that was chosen is gone, which is what the eviction wanted; its replacement was never
+    chosen and must not be evicted. kube-apiserver lets the eviction say which pod it means
+    (``deleteOptions.preconditions.uid``: 409 if the uid differs); the simulated cluster
+    honours it.
+
+    What happens: ``KubeClusterClient.evict`` names the pod only, so the API evicts whatever
+    pod has that name now: the fresh replacements (Pending, so deleted at once) are gone too,
+    and their controller has to create them a second time."""
+    h = harness()
+    try:
+        fill_alpha(h, grace=5)
+        h.core.create_namespaced_pod(NS, body(pod("r", "2", namespace=NS, queue="beta")))
+        h.settle()
+        real_evict = h.service.cluster.evict
+        replaced: dict[str, str] = {}
+
+        def evict_after_the_controller_replaced_it(obj, reason):
+            name = obj["metadata"]["name"]
+            h.core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+            fresh = pod(name, "1", namespace=NS, queue="alpha", grace=5, uid=None, created=None)
+            replaced[name] = h.core.create_namespaced_pod(NS, body(fresh)).metadata.uid
+            return real_evict(obj, reason)
+
+        h.service.cluster.evict = evict_after_the_controller_replaced_it
+        h.step(1)
+        h.service.cluster.evict = real_evict
+        assert replaced, "nothing was evicted: the scenario did not happen"
+        alive = {
+            p["metadata"]["uid"]
+            for p in h.store.list("pods", NS)[0]
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        evicted_replacements = [name for name, uid in replaced.items() if uid not in alive]
+        assert evicted_replacements == []
+    finally:
+        h.close()
