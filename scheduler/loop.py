@@ -23,6 +23,7 @@ from scheduler.cache.client import ClusterClient
 from scheduler.config import SchedulerConfig, default_config
 from scheduler.framework.invalid_objects import report_invalid_objects
 from scheduler.framework.job_status import record_job_status
+from scheduler.framework.queue_problems import report_queue_problems
 from scheduler.framework.session import Session
 from scheduler.framework.writer import GateRemover, Writer
 from scheduler.plugins.base import Plugin
@@ -85,6 +86,8 @@ def _run(
         durations[name] = time.perf_counter() - t0
     record_job_status(ssn)
     invalid, invalid_pods = report_invalid_objects(cache.invalid, writer, ssn, cache.scheduler_name)
+    refused_queues = frozenset(e.name for e in cache.invalid.entries() if e.kind == "queues")
+    problems = report_queue_problems(ssn, writer, cache.queue_problems_said, refused_queues)
     ssn.close()
     return CycleReport(
         started_at=now,
@@ -102,6 +105,7 @@ def _run(
             "at_bind": cache.gates_removed_at_bind - bind_removals,
         },
         invalid=invalid,
+        problems=problems,
     )
 
 
@@ -121,8 +125,11 @@ def waiting_pods(ssn: Session) -> list[WaitingPod]:
     out = []
     for job in [*ssn.jobs.values(), *ssn.skipped_jobs.values()]:
         for task in sorted(job.pending_tasks(), key=lambda t: (t.namespace, t.name)):
-            why = ssn.waiting.get(task.uid) or ssn.skipped.get(job.uid) or NOT_CONSIDERED
-            if task.sch_gated and task.uid not in ssn.waiting:
+            skipped = ssn.skipped.get(job.uid)
+            why = ssn.waiting.get(task.uid) or skipped or NOT_CONSIDERED
+            if task.sch_gated and task.uid not in ssn.waiting and skipped is None:
+                # A job left out (its queue or PodGroup is missing) says why even while
+                # gated: no gate removal will come until that is fixed.
                 why = Status(Code.GATED, "", "waiting for scheduling gates to be removed")
             out.append(_waiting(task, job, waiting_state(task, why), why))
         pipelined = job.index.get(TaskStatus.PIPELINED, {}).values()
@@ -162,7 +169,19 @@ def queue_reports(ssn: Session) -> list[QueueReport]:
                 state = _counted_state(ssn, task)
                 if state is not None:
                     counts[state] += 1
-        report = QueueReport(name, parent=ssn.queues[name].parent or "", counts=counts)
+        queue = ssn.queues[name]
+        report = QueueReport(
+            name,
+            parent=queue.parent or "",
+            counts=counts,
+            implicit=queue.is_implicit,
+            spec_capability=dict(queue.spec_capability),
+            spec_deserved=dict(queue.spec_deserved),
+            spec_guarantee=dict(queue.spec_guarantee),
+            unlimited=dict(queue.unlimited),
+            figures=ssn.queue_figures,
+            problem=ssn.queue_problems.get(name, ""),
+        )
         attr = ssn.queue_attrs.get(name)
         if attr is not None:
             report.capability = attr.real_capability.to_dict()

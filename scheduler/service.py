@@ -105,7 +105,9 @@ class CacheFeeder:
                 )
 
 
-def config_in_force(live: LiveConfig) -> ConfigInForce:
+def config_in_force(
+    live: LiveConfig, period_s: float = 0.0, scheduler_names: Sequence[str] = ()
+) -> ConfigInForce:
     config = live.config
     return ConfigInForce(
         source=config.source or "default",
@@ -114,6 +116,8 @@ def config_in_force(live: LiveConfig) -> ConfigInForce:
         text=config.to_yaml(),
         error=live.error,
         warnings=live.warnings,
+        period_s=period_s,
+        scheduler_names=list(scheduler_names),
     )
 
 
@@ -140,12 +144,15 @@ class SchedulerService:
         clock: Callable[[], float] = time.time,
         gate_remover: GateRemover | None = None,
         admission: Admission | None = None,
+        period: float = 0.0,
     ) -> None:
+        self.period = period  # seconds between cycles, as whoever runs them says (reported)
         self.live_config = LiveConfig(config_source, registry.check(config or default_config()))
         self.admission = admission  # the node-capacity check's state outlives every cycle
         self.act = act
         self.clock = clock
         names = [scheduler_name] if isinstance(scheduler_name, str) else list(scheduler_name)
+        self.scheduler_names = names
         self.cache = SchedulerCache(names)
         self.cluster = KubeClusterClient(api, component=names[0])
         # Gate removals leave the cycle: to the caller's remover (Celery queue "gates"), else
@@ -195,7 +202,7 @@ class SchedulerService:
             log.exception("cycle failed: %s", exc, extra={"object": "scheduler"})
             mode = "act" if self.act else "observe"
             report = CycleReport.failed(now, time.perf_counter() - started, mode, exc)
-        report.config = config_in_force(self.live_config)
+        report.config = config_in_force(self.live_config, self.period, self.scheduler_names)
         return report
 
     def stop(self) -> None:

@@ -52,6 +52,7 @@ def scheduler_service() -> SchedulerService:
                 clock=kube.cluster_clock(),
                 gate_remover=queue_gate_removal,
                 admission=scheduler_admission(config),
+                period=settings.SLUICE_CYCLE_PERIOD,
             )
             _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
         return _service

@@ -43,11 +43,21 @@ class QueueInfo:
         self.state = (queue.get("status") or {}).get("state") or "Open"
         self.reclaimable = spec.get("reclaimable", True) is not False
         self.creation = meta(queue).get("creationTimestamp") or ""
+        self.is_implicit = False  # a Queue object in the cluster
+        # As written, for the report: quantity strings, not engine units.
+        self.spec_capability = as_written(spec.get("capability"))
+        self.spec_deserved = as_written(spec.get("deserved"))
+        self.spec_guarantee = as_written(guarantee)
+        # CPU or memory capability at or below zero: no limit (Volcano's capacity plugin reads
+        # it so; its admission webhook would refuse the Queue, its scheduler says nothing).
+        self.unlimited = unlimited_by_rule(self.spec_capability)
 
     @classmethod
     def implicit(cls, name: str) -> QueueInfo:
         """A queue referenced by jobs but not (yet) created, e.g. ``default`` or ``root``."""
-        return cls({"metadata": {"name": name}, "spec": {}})
+        info = cls({"metadata": {"name": name}, "spec": {}})
+        info.is_implicit = True
+        return info
 
     def is_open(self) -> bool:
         return self.state == "Open"
@@ -63,6 +73,19 @@ def _capability(raw: Any, obj: str) -> Resource | None:
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if not (k in (CPU, MEMORY) and _non_positive(v))}
     return Resource(parse_resource_list(raw, obj=obj, field="spec.capability"))
+
+
+def unlimited_by_rule(capability: Mapping[str, str]) -> dict[str, str]:
+    """The CPU and memory capabilities at or below zero, as written: Volcano's capacity plugin
+    reads each as no limit on that resource."""
+    return {k: v for k, v in capability.items() if k in (CPU, MEMORY) and _non_positive(v)}
+
+
+def as_written(raw: Any) -> dict[str, str]:
+    """A resource list as the object spells it (``{"cpu": "48"}``), not parsed."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def _declared(raw: Any, positive_only: tuple[str, ...] = ()) -> frozenset[str]:

@@ -131,6 +131,14 @@ class QueueReport:
     and the cluster's) and ``deserved`` its deserved share after the queue plugin's
     computation; ``inqueue_reserved`` is the part of ``inqueue`` that gate reservations
     already hold (counted in both figures by the engine, to be drawn once).
+
+    The ``spec_*`` fields are the Queue object's own figures as written (quantity strings, not
+    engine units), so a page can show what the object says next to what was derived from it;
+    ``figures`` names the computation that derived ``capability`` and ``deserved``
+    (``FIGURES``). ``implicit`` marks a queue the scheduler uses that is no Queue object in the
+    cluster (``root``, or ``default`` for pods that name no queue). ``unlimited`` lists the
+    CPU or memory capabilities the spec sets at or below zero, as written: Volcano reads them as
+    no limit. ``problem`` says why no job can use the queue (a missing parent, a cycle).
     """
 
     name: str
@@ -144,6 +152,13 @@ class QueueReport:
     share: float = 0.0
     over_deserved: bool = False
     counts: dict[PodState, int] = field(default_factory=dict)  # its own jobs' pods only
+    implicit: bool = False
+    spec_capability: dict[str, str] = field(default_factory=dict)
+    spec_deserved: dict[str, str] = field(default_factory=dict)
+    spec_guarantee: dict[str, str] = field(default_factory=dict)
+    unlimited: dict[str, str] = field(default_factory=dict)
+    figures: str = ""  # a key of FIGURES; "" when no queue plugin ran
+    problem: str = ""
 
     def count(self, state: PodState) -> int:
         return self.counts.get(state, 0)
@@ -161,6 +176,13 @@ class QueueReport:
             "share": self.share,
             "over_deserved": self.over_deserved,
             "counts": {state.value: n for state, n in self.counts.items()},
+            "implicit": self.implicit,
+            "spec_capability": dict(self.spec_capability),
+            "spec_deserved": dict(self.spec_deserved),
+            "spec_guarantee": dict(self.spec_guarantee),
+            "unlimited": dict(self.unlimited),
+            "figures": self.figures,
+            "problem": self.problem,
         }
 
     @classmethod
@@ -177,7 +199,26 @@ class QueueReport:
             share=float(data.get("share") or 0.0),
             over_deserved=bool(data.get("over_deserved")),
             counts={PodState(k): int(v) for k, v in (data.get("counts") or {}).items()},
+            implicit=bool(data.get("implicit")),
+            spec_capability=_strings(data.get("spec_capability")),
+            spec_deserved=_strings(data.get("spec_deserved")),
+            spec_guarantee=_strings(data.get("spec_guarantee")),
+            unlimited=_strings(data.get("unlimited")),
+            figures=str(data.get("figures") or ""),
+            problem=str(data.get("problem") or ""),
         )
+
+
+def _strings(raw: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+
+
+# How a queue's derived figures were computed, by the plugin that computed them (the key is
+# ``QueueReport.figures``).
+FIGURES_CAPACITY = "capacity"  # Volcano's capacity plugin, flat (its default)
+FIGURES_HIERARCHY = "capacity-hierarchy"  # the capacity plugin with enableHierarchy
+FIGURES_PROPORTION = "proportion"  # Volcano's proportion plugin (weights, water-filled)
+FIGURES = (FIGURES_CAPACITY, FIGURES_HIERARCHY, FIGURES_PROPORTION)
 
 
 @dataclass
@@ -307,6 +348,57 @@ class InvalidObject:
 
 
 @dataclass
+class ObjectProblem:
+    """Something wrong with a Queue, or with the queue a PodGroup or pod names, that the
+    scheduler said on the object with a Warning event (``reason``, ``message``): Volcano emits
+    no event for it (``scheduler.framework.queue_problems``)."""
+
+    kind: str  # queue | podgroup | pod
+    namespace: str
+    name: str
+    field: str  # the path of the value that is wrong: spec.capability.cpu, spec.queue, …
+    reason: str  # the event's reason: QueueNotFound, QueueInvalid, CapabilityUnlimited, …
+    message: str  # the event's message
+    queue: str = ""  # for a PodGroup or pod: the queue it names
+
+    @property
+    def key(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where} {self.field}"
+
+    @property
+    def description(self) -> str:
+        return (
+            f"{self.kind} {self.namespace}/{self.name}"
+            if self.namespace
+            else (f"{self.kind} {self.name}")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "field": self.field,
+            "reason": self.reason,
+            "message": self.message,
+            "queue": self.queue,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ObjectProblem:
+        return cls(
+            str(data.get("kind") or ""),
+            str(data.get("namespace") or ""),
+            str(data.get("name") or ""),
+            str(data.get("field") or ""),
+            str(data.get("reason") or ""),
+            str(data.get("message") or ""),
+            str(data.get("queue") or ""),
+        )
+
+
+@dataclass
 class ConfigInForce:
     """The scheduler configuration a cycle ran with, where it came from, and its trouble."""
 
@@ -316,6 +408,9 @@ class ConfigInForce:
     text: str  # the configuration as YAML (Volcano's format)
     error: str = ""  # a newer configuration that did not load
     warnings: list[str] = field(default_factory=list)  # e.g. Volcano-only arguments ignored
+    # The process's own settings, as the scheduler reports them (0 / empty: not reported).
+    period_s: float = 0.0  # seconds between cycles
+    scheduler_names: list[str] = field(default_factory=list)  # spec.schedulerName values
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -325,6 +420,8 @@ class ConfigInForce:
             "text": self.text,
             "error": self.error,
             "warnings": list(self.warnings),
+            "period_s": self.period_s,
+            "scheduler_names": list(self.scheduler_names),
         }
 
     @classmethod
@@ -336,6 +433,8 @@ class ConfigInForce:
             data.get("text") or "",
             data.get("error") or "",
             list(data.get("warnings") or []),
+            float(data.get("period_s") or 0.0),
+            [str(n) for n in data.get("scheduler_names") or []],
         )
 
 
@@ -356,6 +455,9 @@ class CycleReport:
     config: ConfigInForce | None = None
     # Objects left out because Sluice cannot use them (their pods are also in ``waiting``).
     invalid: list[InvalidObject] = field(default_factory=list)
+    # Queues whose spec is wrong and jobs naming a queue that does not exist, each said on its
+    # object with a Warning event.
+    problems: list[ObjectProblem] = field(default_factory=list)
     # Set when the cycle failed (the exception, in a line): nothing else in the report holds.
     failure: str = ""
 
@@ -390,6 +492,7 @@ class CycleReport:
             "risks": [r.to_json() for r in self.risks],
             "config": self.config.to_json() if self.config else None,
             "invalid": [o.to_json() for o in self.invalid],
+            "problems": [p.to_json() for p in self.problems],
             "failure": self.failure,
         }
 
@@ -409,5 +512,6 @@ class CycleReport:
             risks=[WorkloadRisk.from_json(r) for r in data.get("risks") or []],
             config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
             invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
+            problems=[ObjectProblem.from_json(p) for p in data.get("problems") or []],
             failure=str(data.get("failure") or ""),
         )

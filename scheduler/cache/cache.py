@@ -100,6 +100,12 @@ class SchedulerCache:
         # Objects the watch delivered that Sluice cannot use (scheduler.cache.invalid): left
         # out of the cache, kept here with why, reported by every cycle.
         self.invalid = InvalidObjects()
+        # The UID of the cluster's kube-system namespace, from the namespace watch ("" until
+        # seen, or on a cluster without one).
+        self.cluster_id = ""
+        # What the cycles said on objects about queues (scheduler.framework.queue_problems):
+        # problem key -> message, so each is said once.
+        self.queue_problems_said: dict[str, str] = {}
 
     # --- pods ------------------------------------------------------------------------------
 

@@ -89,6 +89,10 @@ class Session(ExtensionPoints):
         self.refused_victims: frozenset[str] = snapshot.refused_victims
         # The queue plugin's figures per queue (capability, deserved, allocated, share…).
         self.queue_attrs: dict[str, QueueAttr] = {}
+        # How that plugin derived them (``scheduler.api.report.FIGURES``), and the queues no
+        # job can use with why (a missing parent, a cycle in spec.parent).
+        self.queue_figures = ""
+        self.queue_problems: dict[str, str] = {}
         self.plugins: list[Plugin] = []
         for index, tier in enumerate(tiers):
             for plugin in tier:

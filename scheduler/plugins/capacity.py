@@ -24,6 +24,7 @@ from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
 from scheduler.api.labels import ROOT_QUEUE
 from scheduler.api.quantity import CPU, MEMORY, PODS
 from scheduler.api.queue_info import QueueInfo
+from scheduler.api.report import FIGURES_CAPACITY, FIGURES_HIERARCHY
 from scheduler.api.resource import INFINITE, Resource, exceeded_part
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
@@ -66,6 +67,8 @@ class CapacityPlugin(Plugin):
         for attr in self.attrs.values():
             attr.update_share()
         ssn.queue_attrs = self.attrs
+        ssn.queue_figures = FIGURES_HIERARCHY if self.hierarchy else FIGURES_CAPACITY
+        ssn.queue_problems = dict(self.problems)
         ssn.add_queue_order_fn(self, self._queue_order)
         if self.hierarchy:
             ssn.add_victim_queue_order_fn(self, self._victim_queue_order)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.api.job_info import PG_INQUEUE, PG_RUNNING, JobInfo
 from scheduler.api.queue_info import QueueInfo
+from scheduler.api.report import FIGURES_PROPORTION
 from scheduler.api.resource import Resource, exceeded_part
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus, allocated_status
@@ -61,6 +62,7 @@ class ProportionPlugin(Plugin):
         with_jobs = {job.queue for job in ssn.jobs.values()} & set(self.attrs)
         fill_deserved([self.attrs[q] for q in sorted(with_jobs)], total)
         ssn.queue_attrs = dict(self.attrs)
+        ssn.queue_figures = FIGURES_PROPORTION
         ssn.add_queue_order_fn(self, lambda q: (-q.priority, self._share(q.name)))
         ssn.add_reclaimable_fn(self, self.reclaimable)
         ssn.add_overused_fn(self, self.overused)

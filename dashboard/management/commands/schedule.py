@@ -83,6 +83,7 @@ class Command(BaseCommand):
                 act=options["mode"] == "act",
                 clock=clock,
                 admission=_admission(api, clock),
+                period=period,
             )
         except (ConfigError, OSError) as exc:
             where = "--scheduler-conf" if options["scheduler_conf"] else "configuration"
