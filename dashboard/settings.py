@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -58,11 +59,15 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "axes",
     "dashboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (CSS, htmx, Plotly) from STATIC_ROOT, compressed and cached, before anything
+    # touches the session or the database.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -70,6 +75,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # SLUICE_REQUIRE_LOGIN closes the read pages (after HtmxMiddleware: it answers htmx too).
+    "dashboard.middleware.RequireLoginMiddleware",
+    # Login throttling (django-axes); last, as its documentation asks.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -107,6 +116,33 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "overview"
+# Off (the default), every read page is open to anonymous users; on, each sends them to log in.
+# /healthz and the admission webhook stay open either way (dashboard/middleware.py).
+SLUICE_REQUIRE_LOGIN = env_bool("SLUICE_REQUIRE_LOGIN", False)
+
+# -- Login throttling (django-axes) ------------------------------------------------------------
+# SLUICE_LOGIN_FAILURE_LIMIT failed logins for one username from one client lock that pair out
+# for SLUICE_LOGIN_COOLOFF_MINUTES (HTTP 429, the login page saying so); a success resets the
+# count. The client is REMOTE_ADDR, or behind SLUICE_TRUSTED_PROXY_COUNT proxies that append to
+# X-Forwarded-For, the address the outermost of them saw.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+_failure_limit = env_float("SLUICE_LOGIN_FAILURE_LIMIT", 5)
+_cooloff_minutes = env_float("SLUICE_LOGIN_COOLOFF_MINUTES", 15)
+if not (1 <= _failure_limit < 2**31 and 0 < _cooloff_minutes <= 525_600):  # NaN fails too
+    raise ImproperlyConfigured(
+        "SLUICE_LOGIN_FAILURE_LIMIT must be at least 1 and SLUICE_LOGIN_COOLOFF_MINUTES above 0 "
+        "(at most a year)"
+    )
+AXES_FAILURE_LIMIT = int(_failure_limit)
+AXES_COOLOFF_TIME = timedelta(minutes=_cooloff_minutes)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "dashboard.middleware.client_ip"
+SLUICE_TRUSTED_PROXY_COUNT = int(env_float("SLUICE_TRUSTED_PROXY_COUNT", 0))
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -124,6 +160,13 @@ STATICFILES_DIRS = [
     ),
 ]
 STATIC_ROOT = RUN_DIR / "static"
+# `manage.py collectstatic` writes hashed, gzipped copies there and WhiteNoise serves them with
+# far-future cache headers. Before collectstatic has run (tests, runserver) names are served
+# unhashed, from the finders; `check --deploy` says when production has no collected files.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "dashboard.staticfiles.StaticFilesStorage"},
+}
 
 # -- Celery -------------------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -211,6 +254,7 @@ LOGGING = {
         "celery.beat": {"level": "WARNING"},
         "kubernetes": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
+        "axes.apps": {"level": "WARNING"},  # its start-up banner, in every manage.py command
     },
 }
 
@@ -218,3 +262,30 @@ if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
     X_FRAME_OPTIONS = "DENY"
+
+# -- Production behind TLS (README: Production). Off by default: plain HTTP keeps working. -----
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Kubernetes probes speak plain HTTP to the pod: never redirect them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz"]
+SECURE_HSTS_SECONDS = int(env_float("SECURE_HSTS_SECONDS", 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+# "HTTP_X_FORWARDED_PROTO,https" (or "X-Forwarded-Proto,https"): the header a TLS ingress sets
+# and the value meaning https. Set it only when that proxy always sets or strips the header.
+_proxy_ssl_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_ssl_header:
+    _header, _, _value = _proxy_ssl_header.partition(",")
+    _header = _header.strip().upper().replace("-", "_")
+    if not _value.strip() or not _header:
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={_proxy_ssl_header!r}: expected HEADER,VALUE such as "
+            "HTTP_X_FORWARDED_PROTO,https"
+        )
+    if not _header.startswith("HTTP_"):
+        _header = f"HTTP_{_header}"
+    SECURE_PROXY_SSL_HEADER = (_header, _value.strip())

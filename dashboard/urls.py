@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import path
+from django.views.generic import RedirectView
 
 from dashboard import views, webhooks
 
@@ -18,7 +20,12 @@ urlpatterns = [
     path("autoscaler/", views.autoscaler, name="autoscaler"),
     path("healthz", views.healthz, name="healthz"),
     path("webhooks/mutate-pods", webhooks.mutate_pods, name="mutate-pods"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The login form's former address (bookmarks, older links).
+    path(
+        "accounts/login/",
+        login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),
+    ),
     path("admin/", admin.site.urls),
 ]

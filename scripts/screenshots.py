@@ -89,7 +89,7 @@ def _shoot(base: str) -> None:
             executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
         )
         page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        page.goto(base + "/accounts/login/")
+        page.goto(base + "/login/")
         page.get_by_label("Username").fill(USERNAME)
         page.get_by_label("Password").fill(PASSWORD)
         page.get_by_role("button", name="Log in").click()

@@ -45,7 +45,7 @@ def stored(demo, transactional_db):
 
 
 def log_in(page: Page, base: str, username: str, password: str) -> None:
-    page.goto(base + "/accounts/login/?next=/namespaces/")
+    page.goto(base + "/login/?next=/namespaces/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
