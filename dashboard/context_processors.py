@@ -4,7 +4,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 
-from dashboard.selectors.cycles import cycle_failure
+from dashboard.selectors.live import queue_names
+from dashboard.selectors.scheduler_state import SchedulerState, scheduler_state
+from dashboard.views.common import cluster_now
 
 # (url name, label, url names that belong to the same section)
 NAVIGATION = [
@@ -29,7 +31,29 @@ def navigation(request: HttpRequest) -> dict:
     }
 
 
+class KnownQueues:
+    """``name in queues_known``: the latest cycle saw queue ``name`` (True before any cycle:
+    nothing says otherwise). A page marks a queue it does not know as not existing."""
+
+    def __init__(self) -> None:
+        self.names = queue_names()
+
+    def __contains__(self, name: object) -> bool:
+        return self.names is None or name in self.names
+
+
 def scheduler_failure(request: HttpRequest) -> dict:
-    """``cycle_failure``: set while the latest scheduling cycle failed (every page says so);
-    read only by a template that asks."""
-    return {"cycle_failure": SimpleLazyObject(cycle_failure)}
+    """What the scheduler last reported about itself, for the banner on every page:
+    ``scheduler`` (a ``SchedulerState``: its latest cycle, mode, period, whether it stopped)
+    and ``cycle_failure``, set while its latest cycle failed; ``queues_known``, the queues its
+    latest cycle saw (``KnownQueues``). Each is read only when a template asks."""
+    state = SimpleLazyObject(_state)
+    return {
+        "scheduler": state,
+        "cycle_failure": SimpleLazyObject(lambda: state.failure),
+        "queues_known": SimpleLazyObject(KnownQueues),
+    }
+
+
+def _state() -> SchedulerState:
+    return scheduler_state(cluster_now())

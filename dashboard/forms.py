@@ -49,13 +49,15 @@ class NamespaceOptInForm(forms.Form):
     )
 
     def save(self, *, namespace: str, user) -> NamespaceOptInChange:
-        """Label (or unlabel) the namespace, then record the change."""
+        """Label (or unlabel) the namespace, then record the change; a ClusterError (in words:
+        ObjectNotFound when the namespace does not exist) records nothing."""
         enabled = self.cleaned_data["enabled"]
         label = {"metadata": {"labels": {QUEUE_ALLOCATION_GATE: "true" if enabled else None}}}
         core = core_api()
         cluster_call(
             f"label namespace {namespace}",
             lambda **kw: core.patch_namespace(namespace, label, **kw),
+            target=f"namespace {namespace}",
         )
         return NamespaceOptInChange.objects.create(
             namespace=namespace, enabled=enabled, changed_by=user

@@ -17,6 +17,7 @@ urlpatterns = [
     path("history/", views.history, name="history"),
     path("risks/", views.risks, name="risks"),
     path("scheduler/", views.scheduler, name="scheduler"),
+    path("scheduler/banner/", views.scheduler_banner, name="scheduler-banner"),
     path("autoscaler/", views.autoscaler, name="autoscaler"),
     path("healthz", views.healthz, name="healthz"),
     path("webhooks/mutate-pods", webhooks.mutate_pods, name="mutate-pods"),

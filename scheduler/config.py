@@ -367,6 +367,7 @@ tiers:
   - name: capacity
     enableHierarchy: true
   - name: nodeorder
+  - name: pdb
 """
 
 

@@ -21,6 +21,7 @@ from scheduler.plugins.drf import DrfPlugin
 from scheduler.plugins.gang import GangPlugin
 from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.overcommit import OvercommitPlugin
+from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.priority import PriorityPlugin
 from scheduler.plugins.proportion import ProportionPlugin
@@ -30,7 +31,8 @@ Action = Callable[[Session], None]
 PLUGINS: dict[str, type[Plugin]] = {
     p.name: p
     for p in (PriorityPlugin, GangPlugin, PredicatesPlugin, CapacityPlugin, NodeOrderPlugin,
-              BinpackPlugin, ProportionPlugin, DrfPlugin, ConformancePlugin, OvercommitPlugin)
+              BinpackPlugin, ProportionPlugin, DrfPlugin, ConformancePlugin, OvercommitPlugin,
+              PdbPlugin)
 }  # fmt: skip
 
 ACTIONS: dict[str, Action] = {

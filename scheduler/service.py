@@ -29,7 +29,8 @@ from scheduler.registry import LiveConfig
 log = logging.getLogger(__name__)
 
 # Classes, nodes, queues and podgroups first, so pods find what they refer to on the first sync.
-WATCHED_KINDS = ["priorityclasses", "nodes", "queues", "podgroups", "pods"]
+# PodDisruptionBudgets for the pdb plugin.
+WATCHED_KINDS = ["priorityclasses", "poddisruptionbudgets", "nodes", "queues", "podgroups", "pods"]
 
 
 class CacheFeeder:
@@ -58,7 +59,8 @@ class CacheFeeder:
 
     def _handler(self, verb: str, kind: str) -> Callable[[dict], None]:
         singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup",
-                    "priorityclasses": "priority_class"}  # fmt: skip
+                    "priorityclasses": "priority_class",
+                    "poddisruptionbudgets": "disruption_budget"}  # fmt: skip
         handler = getattr(self.cache, f"{verb}_{singular[kind]}")
         delete = getattr(self.cache, f"delete_{singular[kind]}")
         invalid = self.cache.invalid

@@ -30,8 +30,9 @@ class Bar:
 
 
 def capacity_bars(queue: QueueReport) -> list[Bar]:
-    """One bar per resource the queue uses or limits, drawn against the largest of capability,
-    deserved and use, with deserved as a marker.
+    """One bar per resource the queue uses or limits, drawn against the largest of the real
+    capability, deserved and use, with deserved as a marker (both as the scheduler derived
+    them, and labelled so).
 
     The inqueue segment is what admitted jobs still want beyond their pods' gate
     reservations: a job whose ungated pods wait for a node counts in both of the engine's
@@ -53,9 +54,12 @@ def capacity_bars(queue: QueueReport) -> list[Bar]:
         scale = max(capability or 0, deserved or 0, used) or 1
         free = max((capability or scale) - used, 0)
         parts = [(kind, v) for kind, v in [*amounts.items(), ("free", free)] if v]
-        limits = f"capability {format_amount(resource, capability) if capability else 'unlimited'}"
+        # Both limits are the scheduler's derived figures, not the Queue's spec: said so.
+        real = format_amount(resource, capability) if capability else "unlimited"
+        limits = f"real capability {real}"
         if deserved:
             limits += f", deserved {format_amount(resource, deserved)}"
+        limits += " (derived)"
         summary = " · ".join(f"{k} {format_amount(resource, v)}" for k, v in parts)
         segments = [
             Segment(kind, f"{100 * v / scale:.2f}%", f"{kind} {format_amount(resource, v)}")

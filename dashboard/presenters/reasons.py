@@ -47,6 +47,11 @@ def wait_reason(
     detail = status.message
     if pod.state is PodState.PIPELINED:
         return detail  # the engine already says "pipelined on <node> until ..."
+    if status.code is Code.QUEUE_INVALID:
+        # Not queue capacity: its queue does not exist (or cannot be used), and nothing but a
+        # fix of the queue, or of the pod's reference to it, will move the pod.
+        until = "stays gated" if pod.state is PodState.GATED else "is not scheduled"
+        return f"its queue cannot be used: {detail}; the pod {until} until that is fixed"
     if risk is not None and risk.held:
         # The queue took it, the check did not: its PodGroup stays Pending (and a pod of ours
         # keeps its gate, never reaching the queue check that would lift it).

@@ -1,12 +1,18 @@
-"""Reads from the cluster through the kubernetes client, each failure named for the page.
+"""Reads from (and writes to) the cluster through the kubernetes client, each failure put in
+words for the page.
 
-Pages that need the cluster call these per request, so each call is one list with the
-configured timeout; a cluster that cannot be reached raises ``ClusterUnavailable``.
+Pages that need the cluster call these per request, so each call is one request with the
+configured timeout. A failure raises a ``ClusterError`` whose message says, in words, which
+request failed and why — never the client's raw exception — and whose ``status`` is the HTTP
+status a page answers with: ``ObjectNotFound`` (404, "namespace X does not exist"),
+``ClusterRefused`` (the API server answered no: forbidden, conflict, invalid, throttled, its
+own failure; 502) or ``ClusterUnavailable`` (no answer, or no cluster configured; 503).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import urllib3
@@ -17,19 +23,110 @@ from kubernetes.config import ConfigException
 
 from dashboard import kube
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
+from scheduler.api.queue_info import as_written, unlimited_by_rule
 
 AUTOSCALER_REASONS = {"TriggeredScaleUp", "NotTriggerScaleUp", "ScaleDown"}
 
 
-class ClusterUnavailable(Exception):
-    """The cluster could not be read; the message says which request failed and why."""
+class ClusterError(Exception):
+    """A request to the cluster failed; the message says which and why, in words."""
+
+    status = 503  # what a page answers with
 
 
-def cluster_call(what: str, request):
+class ClusterUnavailable(ClusterError):
+    """No answer from the cluster (unreachable, timed out), or no cluster configured."""
+
+
+class ClusterRefused(ClusterError):
+    """The API server answered, and refused (forbidden, conflict, invalid, its own error)."""
+
+    status = 502
+
+
+class ObjectNotFound(ClusterRefused):
+    status = 404
+
+
+def cluster_call(what: str, request, *, target: str = ""):
+    """``request`` with the configured timeout; ``what`` names the request in words ("label
+    namespace batch") and ``target`` the object it is about ("namespace batch"), for a 404."""
     try:
         return request(_request_timeout=settings.SLUICE_KUBE_TIMEOUT)
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ClusterUnavailable(f"cluster unreachable: {what}: {exc}") from exc
+    except ApiException as exc:
+        raise refused(what, target, exc) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ClusterUnavailable(f"cluster unreachable: {what}: {no_answer(exc)}") from exc
+
+
+def refused(what: str, target: str, exc: ApiException) -> ClusterError:
+    """The API server's answer in words."""
+    status = exc.status or 0
+    detail = _status_message(exc)
+    if status == 404:
+        if target:
+            return ObjectNotFound(f"{target} does not exist")
+        return ObjectNotFound(f"cannot {what}: not found ({detail})")
+    if status == 401:
+        return ClusterRefused(
+            f"cannot {what}: the cluster did not accept Sluice's credentials (401 Unauthorized)"
+        )
+    if status == 403:
+        return ClusterRefused(f"cannot {what}: the cluster forbids it (403 Forbidden): {detail}")
+    if status == 409:
+        return ClusterRefused(
+            f"cannot {what}: it changed meanwhile (409 Conflict): {detail}; try again"
+        )
+    if status in (400, 422):
+        return ClusterRefused(
+            f"cannot {what}: the cluster refused the request as invalid: {detail}"
+        )
+    if status == 429:
+        return ClusterRefused(
+            f"cannot {what}: the cluster is throttling requests (429 Too Many Requests); "
+            "try again shortly"
+        )
+    if status >= 500:
+        return ClusterRefused(
+            f"cannot {what}: the cluster's API server failed ({status} {exc.reason}): {detail}"
+        )
+    if status == 0:  # raised by the client itself, no answer behind it
+        return ClusterUnavailable(f"cluster unreachable: {what}: {exc.reason or detail}")
+    return ClusterRefused(f"cannot {what}: the cluster answered {status} {exc.reason}: {detail}")
+
+
+def _status_message(exc: ApiException) -> str:
+    """The message of the API server's Status object, else the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return str(exc.reason or "no detail")
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\"\)\]]+)")
+
+
+def no_answer(exc: BaseException) -> str:
+    """Why the cluster did not answer, in a few words (not urllib3's nested repr)."""
+    reason = getattr(exc, "reason", None) or exc
+    pool = getattr(exc, "pool", None)
+    where = f"{pool.host}:{pool.port}: " if getattr(pool, "host", None) else ""
+    # The socket's own error first: urllib3 2 makes NewConnectionError (connection refused, a
+    # name that does not resolve) a subclass of ConnectTimeoutError, though nothing timed out.
+    match = _ERRNO.search(str(reason))
+    if match:
+        return f"{where}{match.group(1).strip().lower()}"
+    timeouts = (urllib3.exceptions.TimeoutError, TimeoutError)
+    if isinstance(reason, timeouts) or isinstance(exc, timeouts):
+        return f"{where}no answer within {settings.SLUICE_KUBE_TIMEOUT:g} s"
+    if isinstance(reason, urllib3.exceptions.SSLError):
+        return f"{where}TLS handshake failed"
+    if isinstance(reason, urllib3.exceptions.ProtocolError):
+        return f"{where}the connection broke off"
+    return f"{where}{type(reason).__name__}"
 
 
 def core_api() -> client.CoreV1Api:
@@ -37,6 +134,18 @@ def core_api() -> client.CoreV1Api:
         return client.CoreV1Api(kube.api_client())
     except (RuntimeError, ConfigException) as exc:
         raise ClusterUnavailable(str(exc)) from exc
+
+
+def read_namespace(name: str) -> dict:
+    """Namespace ``name`` with its opt-in label; ObjectNotFound when it does not exist."""
+    core = core_api()
+    ns = cluster_call(
+        f"read namespace {name}",
+        lambda **kw: core.read_namespace(name, **kw),
+        target=f"namespace {name}",
+    )
+    labels = ns.metadata.labels or {}
+    return {"name": name, "opted_in": labels.get(QUEUE_ALLOCATION_GATE) == "true"}
 
 
 def namespace_list() -> list[dict]:
@@ -52,7 +161,9 @@ def namespace_list() -> list[dict]:
 
 
 def queue_specs() -> dict[str, dict]:
-    """Volcano queues by name: parent, guarantee, weight, reclaimable (the tree's shape)."""
+    """The Queue objects by name: parent, weight, reclaimable (the tree's shape), and
+    capability, deserved and guarantee as written, with the CPU or memory capabilities at or
+    below zero that mean no limit (``unlimited``)."""
     custom = client.CustomObjectsApi(core_api().api_client)
     listing = cluster_call(
         "list queues",
@@ -63,9 +174,13 @@ def queue_specs() -> dict[str, dict]:
     specs = {}
     for item in listing.get("items", []):
         spec = item.get("spec") or {}
+        capability = as_written(spec.get("capability"))
         specs[item["metadata"]["name"]] = {
             "parent": spec.get("parent") or ("" if item["metadata"]["name"] == "root" else "root"),
-            "guarantee": (spec.get("guarantee") or {}).get("resource") or {},
+            "guarantee": as_written((spec.get("guarantee") or {}).get("resource")),
+            "capability": capability,
+            "deserved": as_written(spec.get("deserved")),
+            "unlimited": unlimited_by_rule(capability),
             "weight": spec.get("weight", 1),
             "reclaimable": spec.get("reclaimable", True),
         }

@@ -106,3 +106,23 @@ def cycle_failure() -> CycleFailure | None:
         in_a_row=streak.count(),
         last_success=last_success,
     )
+
+
+@dataclass(frozen=True)
+class CycleError:
+    at: datetime
+    error: str
+    failed: bool  # the cycle failed; else it ran and reported errors (a bind refused, …)
+
+
+def latest_error() -> CycleError | None:
+    """The latest cycle that failed or reported errors, however long ago."""
+    row = (
+        Cycle.objects.filter(Q(failed=True) | ~Q(error=""))
+        .order_by("-started_at")
+        .values("started_at", "error", "failed")
+        .first()
+    )
+    if row is None:
+        return None
+    return CycleError(row["started_at"], row["error"], row["failed"])

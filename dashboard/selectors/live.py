@@ -11,6 +11,7 @@ from scheduler.api.report import (
     COUNTED_STATES,
     ConfigInForce,
     InvalidObject,
+    ObjectProblem,
     PodState,
     QueueReport,
     WaitingPod,
@@ -40,6 +41,8 @@ class LiveSummary:
     gated_by_namespace: dict[str, int]
     config: ConfigInForce | None  # as the scheduler reported it (None from older cycles)
     invalid: list[InvalidObject] = field(default_factory=list)  # objects Sluice cannot use
+    # Queues whose spec is wrong, jobs naming a queue that does not exist (said with an event)
+    problems: list[ObjectProblem] = field(default_factory=list)
 
     def queue(self, name: str) -> QueueReport | None:
         return next((q for q in self.queues if q.name == name), None)
@@ -70,7 +73,18 @@ def live_summary() -> LiveSummary | None:
         gated_by_namespace=dict(data.get("gated_by_namespace") or {}),
         config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
         invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
+        problems=[ObjectProblem.from_json(p) for p in data.get("problems") or []],
     )
+
+
+def queue_names() -> frozenset[str] | None:
+    """The queues the latest cycle saw (Queue objects, and the implicit ones it uses); None
+    before the first cycle."""
+    rows = LiveState.objects.filter(key=CYCLE_KEY).values_list("data__queues", flat=True)
+    queues = rows.first()
+    if queues is None and not rows.exists():
+        return None
+    return frozenset(q["name"] for q in queues or [] if isinstance(q, dict) and "name" in q)
 
 
 def live_waiting(queue: str) -> list[WaitingPod] | None:

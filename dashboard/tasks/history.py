@@ -202,6 +202,7 @@ def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
         "gated_by_namespace": gated_by_namespace,
         "config": data.get("config"),
         "invalid": data.get("invalid") or [],
+        "problems": data.get("problems") or [],  # queue problems said with an event
     }
     rows = [LiveState(key=CYCLE_KEY, cycle=cycle, data=summary)]
     rows += [

@@ -8,7 +8,7 @@ from dashboard.views.overview import overview
 from dashboard.views.pods import pod_detail, pods
 from dashboard.views.queues import queue_detail, queue_tree
 from dashboard.views.risks import risks
-from dashboard.views.scheduler import scheduler
+from dashboard.views.scheduler import scheduler, scheduler_banner
 
 __all__ = [
     "autoscaler",
@@ -23,4 +23,5 @@ __all__ = [
     "queue_tree",
     "risks",
     "scheduler",
+    "scheduler_banner",
 ]

@@ -6,7 +6,7 @@ import functools
 import os
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -15,11 +15,8 @@ from django.utils import timezone
 
 from dashboard.selectors.live import LiveSummary
 from dashboard.selectors.sampling import RANGES, chart_range
+from dashboard.selectors.scheduler_state import ASSUMED_PERIOD_S, STALE_MARGIN, STALE_PERIODS
 from scheduler.kube.config import clock_from_kubeconfig
-
-# A cycle older than this many periods (plus a margin) means the scheduler is not running.
-STALE_PERIODS = 10
-STALE_MARGIN = timedelta(seconds=30)
 
 
 def render_page(
@@ -49,11 +46,13 @@ def _clock(path: str, mtime: float) -> Callable[[], float]:
 
 
 def is_stale(summary: LiveSummary | None, now: datetime) -> bool:
-    """True when the latest cycle is too old to describe the cluster now."""
+    """True when the latest good cycle is too old to describe the cluster now, by the period
+    the scheduler reported (the banner says why: cycles fail, or none ran)."""
     if summary is None:
         return False
-    period = timedelta(seconds=settings.SLUICE_CYCLE_PERIOD)
-    return now - summary.at > STALE_PERIODS * period + STALE_MARGIN
+    reported = summary.config.period_s if summary.config is not None else 0.0
+    period = reported or ASSUMED_PERIOD_S
+    return (now - summary.at).total_seconds() > STALE_PERIODS * period + STALE_MARGIN.seconds
 
 
 def range_context(request: HttpRequest) -> dict:

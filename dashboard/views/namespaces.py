@@ -7,7 +7,12 @@ from django.shortcuts import redirect, render
 
 from dashboard.forms import NamespaceOptInForm
 from dashboard.models import NamespaceOptInChange
-from dashboard.selectors.cluster import ClusterUnavailable, namespace_list
+from dashboard.selectors.cluster import (
+    ClusterError,
+    ObjectNotFound,
+    namespace_list,
+    read_namespace,
+)
 from dashboard.selectors.live import live_summary
 from dashboard.views.common import render_page
 
@@ -21,7 +26,7 @@ def namespaces(request: HttpRequest) -> HttpResponse:
     error = ""
     try:
         rows = [{**ns, "gated": gated.get(ns["name"], 0)} for ns in namespace_list()]
-    except ClusterUnavailable as exc:
+    except ClusterError as exc:
         rows, error = [], str(exc)
     context = {
         "namespaces": rows,
@@ -35,18 +40,22 @@ def namespaces(request: HttpRequest) -> HttpResponse:
 @login_required
 @permission_required(PERMISSION, raise_exception=True)
 def namespace_toggle(request: HttpRequest, name: str) -> HttpResponse:
-    """GET asks for confirmation; POST labels the namespace and records who did it."""
+    """GET asks for confirmation; POST labels the namespace and records who did it.
+
+    A namespace that does not exist is a 404 saying so, on GET and on POST; any other failure
+    of the cluster is said in words with the status it deserves (``ClusterError.status``)."""
     enabled = request.POST.get("enabled", request.GET.get("enabled")) == "true"
     form = NamespaceOptInForm(request.POST or None, initial={"enabled": enabled})
-    error = ""
-    if request.method == "POST" and form.is_valid():
-        try:
+    error, status, missing = "", 200, False
+    try:
+        if request.method == "POST" and form.is_valid():
             form.save(namespace=name, user=request.user)
-        except ClusterUnavailable as exc:
-            error = str(exc)
-        else:
             state = "opted in" if form.cleaned_data["enabled"] else "opted out"
             messages.success(request, f"Namespace {name} {state}: new pods follow at once.")
             return redirect("namespaces")
-    context = {"name": name, "enabled": enabled, "form": form, "error": error}
-    return render(request, "dashboard/namespace_toggle.html", context, status=503 if error else 200)
+        if request.method != "POST":
+            read_namespace(name)  # ask to confirm only what exists
+    except ClusterError as exc:
+        error, status, missing = str(exc), exc.status, isinstance(exc, ObjectNotFound)
+    context = {"name": name, "enabled": enabled, "form": form, "error": error, "missing": missing}
+    return render(request, "dashboard/namespace_toggle.html", context, status=status)

@@ -15,7 +15,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     now = cluster_now()
     context = {
         "summary": summary,
-        "queues": queue_rows(summary.queues, summary.risks) if summary else [],
+        "queues": queue_rows(
+            summary.queues, summary.risks, problems=summary.problems, invalid=summary.invalid
+        )
+        if summary
+        else [],
         "stale": is_stale(summary, now),
         "now": now,
     }

@@ -113,9 +113,10 @@ def _allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[Tas
     placed = [op.task for op in stmt.operations if op.name is not Op.UNGATE]
     if admitted >= job.min_available:
         stmt.commit_ungates_only()
+        _explain_gang(ssn, job, placed)
     else:
         stmt.discard()
-    _explain_gang(ssn, job, placed)
+        _below_minimum(ssn, job, admitted, placed)
     return more
 
 
@@ -217,6 +218,30 @@ def _select_node(
     job.nodes_fit_errors[task.uid] = status
     ssn.wait(task, status)
     return None, False
+
+
+def _below_minimum(ssn: Session, job: JobInfo, admitted: int, placed: list[TaskInfo]) -> None:
+    """The queue admits fewer members than the gang's minimum: it holds none of the queue —
+    members ungated earlier (by Volcano one at a time, or by a scheduler before a capability
+    was lowered) release what their checks reserved — and when the queue is what refused, its
+    members wait for the queue, not for nodes: buying a node would change nothing, so none
+    may look ``Unschedulable`` to an autoscaler."""
+    pending = job.pending_tasks()
+    for task in pending:
+        if not task.sch_gated:
+            ssn.unreserve(task)
+    refusal = next((s for s in job.nodes_fit_errors.values() if s.queue_limited), None)
+    if refusal is None:
+        _explain_gang(ssn, job, placed)
+        return
+    message = (
+        f"gang of {job.min_available}: its queue admits {admitted} of its minimum "
+        f"({refusal.message})"
+    )
+    for task in pending:
+        status = ssn.waiting.get(task.uid)
+        if not task.sch_gated and (status is None or status.node_shortfall):
+            ssn.wait(task, Status(refusal.code, "gang", message))
 
 
 def _explain_gang(ssn: Session, job: JobInfo, placed: list[TaskInfo]) -> None:

@@ -2,7 +2,8 @@
 
 Gated tasks are skipped (Volcano's pod scheduling readiness design), but for our own
 queue-allocation gate: a best-effort pod asks its queue for nothing, so once its queue admits
-it (open, valid) its gate is lifted here and it is placed in the same cycle."""
+it (open, valid) its gate is lifted here and it is placed in the same cycle — unless it is a
+member of a gang not running yet, whose gates go all together or not at all (allocate)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ def execute(ssn: Session) -> None:
 def _backfill(ssn: Session, job: JobInfo, task: TaskInfo) -> None:
     stmt = Statement(ssn)
     if task.sch_gated:
+        if job.min_available > 1 and not ssn.job_ready(job):
+            return  # a gang's member: its gate goes with its gang's (allocate), or stays
         queue = ssn.queues.get(job.queue)
         refusal = ssn.allocatable(queue, task) if queue is not None else None
         if refusal is None or not refusal.ok:

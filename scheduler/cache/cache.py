@@ -20,6 +20,7 @@ from scheduler.api.helpers import (
     scheduling_gates,
     uid_of,
 )
+from scheduler.api.disruption_budget import DisruptionBudget
 from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, ROOT_QUEUE
 from scheduler.api.node_info import NodeInfo
@@ -54,6 +55,8 @@ class ClusterSnapshot:
     # Victims whose eviction was refused (a PodDisruptionBudget, an error): not picked again
     # until their pod changes or the retry time passes.
     refused_victims: frozenset[str] = frozenset()
+    # The cluster's PodDisruptionBudgets (the pdb plugin keeps victims within them).
+    disruption_budgets: tuple[DisruptionBudget, ...] = ()
 
 
 class SchedulerCache:
@@ -100,6 +103,7 @@ class SchedulerCache:
         # Objects the watch delivered that Sluice cannot use (scheduler.cache.invalid): left
         # out of the cache, kept here with why, reported by every cycle.
         self.invalid = InvalidObjects()
+        self._budgets: dict[tuple[str, str], DisruptionBudget] = {}  # (namespace, name) ->
         # The UID of the cluster's kube-system namespace, from the namespace watch ("" until
         # seen, or on a cluster without one).
         self.cluster_id = ""
@@ -183,6 +187,21 @@ class SchedulerCache:
             job.delete_task(task)
             if not job.tasks and job.podgroup is None:
                 del self._jobs[job.uid]
+
+    # --- disruption budgets ----------------------------------------------------------------
+
+    def add_disruption_budget(self, pdb: Obj) -> None:
+        budget = DisruptionBudget.from_object(pdb)
+        with self._lock:
+            self._budgets[(budget.namespace, budget.name)] = budget
+
+    update_disruption_budget = add_disruption_budget
+
+    def delete_disruption_budget(self, pdb: Obj) -> None:
+        metadata = meta(pdb)
+        with self._lock:
+            self._budgets.pop((str(metadata.get("namespace") or "default"),
+                               str(metadata.get("name") or "")), None)  # fmt: skip
 
     # --- nodes -----------------------------------------------------------------------------
 
@@ -276,6 +295,7 @@ class SchedulerCache:
             snap.pipeline_deadlines = self._pipeline_deadlines
             snap.lapsed_pipelines = self._lapsed_pipelines
             snap.refused_victims = frozenset(self._still_refused(now))
+            snap.disruption_budgets = tuple(self._budgets.values())
             lapsed = time.monotonic() - self.ungate_confirm_timeout
             for uid in [u for u, at in self._ungated.items() if at < lapsed]:
                 del self._ungated[uid]
@@ -354,11 +374,12 @@ class SchedulerCache:
 
     def evict(self, task: TaskInfo, reason: str, client: ClusterClient) -> None:
         """Evict through the API; raises what the API refused (a PodDisruptionBudget's 429, an
-        error) — except a pod already gone (404), which is what the eviction wanted."""
+        error) — except a pod already gone (404), or replaced by another of the same name (409
+        on the eviction's uid precondition): what the eviction wanted."""
         try:
             client.evict(task.pod, reason)
         except Exception as exc:
-            if getattr(exc, "status", None) != 404:
+            if not _gone(exc):
                 raise
         with self._lock:
             cached = self._tasks.get(task.uid)
@@ -532,3 +553,13 @@ def _bad_ancestor(name: str, queues: Mapping[str, QueueInfo], bad: Mapping[str, 
         seen.add(parent)
         parent = queues[parent].parent if parent in queues else None
     return ""
+
+
+def _gone(exc: Exception) -> bool:
+    """The API says the pod an eviction named is no longer there: 404, or a 409 on the uid
+    precondition (kube-apiserver's "the UID in the precondition ... does not match")."""
+    status = getattr(exc, "status", None)
+    if status == 404:
+        return True
+    body = str(getattr(exc, "body", "") or exc)
+    return status == 409 and "precondition" in body.lower()

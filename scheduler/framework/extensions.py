@@ -63,6 +63,8 @@ class ExtensionPoints:
         self.preemptive_fns: list[TaskCheck] = []
         self.preemptable_fns: Tiered = []  # (tier, VictimFilter)
         self.reclaimable_fns: Tiered = []  # (tier, VictimFilter)
+        # Filters every plugin's choice of victims must pass, whatever the tiers decided.
+        self.victim_limit_fns: list[Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]] = []
         self.predicate_fns: list[Callable[[TaskInfo], Mask]] = []
         self.predicate_reason_fns: list[Callable[[TaskInfo, Mask], dict[str, int]]] = []
         self.node_score_fns: list[Callable[[TaskInfo, np.ndarray], np.ndarray]] = []
@@ -137,6 +139,13 @@ class ExtensionPoints:
     def add_reclaimable_fn(self, plugin: Plugin, fn: VictimFilter) -> None:
         if plugin.enabled("enableReclaimable"):
             self.reclaimable_fns.append((plugin.tier, fn))
+
+    def add_victim_limit_fn(
+        self, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+    ) -> None:
+        """A last word on the victims preempt and reclaim chose (the pdb plugin): unlike a
+        tier's vote, an empty answer means none, not "let the next tier decide"."""
+        self.victim_limit_fns.append(fn)
 
     def add_predicate_fn(
         self,
@@ -220,10 +229,17 @@ class ExtensionPoints:
         return _first_refusal(fn(queue, task) for fn in self.preemptive_fns)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self.preemptable_fns, preemptor, candidates)
+        return self._limit_victims(preemptor, _victims(self.preemptable_fns, preemptor, candidates))
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return _victims(self.reclaimable_fns, reclaimer, candidates)
+        return self._limit_victims(reclaimer, _victims(self.reclaimable_fns, reclaimer, candidates))
+
+    def _limit_victims(self, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+        for fn in self.victim_limit_fns:
+            if not victims:
+                break
+            victims = fn(task, victims)
+        return victims
 
     def cleanup_reservations(self, statement: Statement) -> None:
         for fn in self.cleanup_reservations_fns:

@@ -87,6 +87,7 @@ class Session(ExtensionPoints):
         self.pipeline_deadlines: dict[str, float] = snapshot.pipeline_deadlines
         self.lapsed_pipelines = snapshot.lapsed_pipelines
         self.refused_victims: frozenset[str] = snapshot.refused_victims
+        self.disruption_budgets = snapshot.disruption_budgets
         # The queue plugin's figures per queue (capability, deserved, allocated, share…).
         self.queue_attrs: dict[str, QueueAttr] = {}
         # How that plugin derived them (``scheduler.api.report.FIGURES``), and the queues no

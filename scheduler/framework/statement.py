@@ -33,6 +33,7 @@ class Operation:
     reason: str = ""
     previous: TaskStatus = TaskStatus.PENDING  # to undo: the task's status before
     was: PodState = PodState.WAITING  # to report: the pod's state before
+    waited: Status | None = None  # why the task waited before this placement
 
 
 class Statement:
@@ -51,9 +52,9 @@ class Statement:
             # Already pipelined there (this cycle, or persisted by an earlier one): placing it
             # again would only repeat the decision and its event (the design's change 5).
             return
-        was = self._state_of(task)
+        was, waited = self._state_of(task), self.session.waiting.get(task.uid)
         self.session.pipeline_task(task, node)
-        self.operations.append(Operation(Op.PIPELINE, task, node.name, was=was))
+        self.operations.append(Operation(Op.PIPELINE, task, node.name, was=was, waited=waited))
 
     def ungate(self, task: TaskInfo) -> None:
         """The task's queue has room: its gate goes when the statement commits (Volcano's
@@ -126,26 +127,46 @@ class Statement:
         self.commit()
 
     def commit(self) -> None:
-        """Apply through the writer: allocations bind, pipelines persist in the cache (and
-        publish nominatedNodeName), evictions evict. A pipeline the cache refuses is undone
-        in the session, so the session never claims what the cache does not hold; so is a
-        pipeline that waited for an eviction the API refused (a PodDisruptionBudget)."""
+        """Apply through the writer: evictions first, then gate removals, binds and pipelines
+        (persisted in the cache, published as nominatedNodeName). A pipeline the cache refuses
+        is undone in the session, so the session never claims what the cache does not hold.
+
+        An eviction the API refuses (a PodDisruptionBudget) undoes what waited for it: the
+        pipeline on its node, and the gate removal of the pod pipelined there — a pod held
+        by our gate keeps it unless its evictions stand. No further eviction is sent on that
+        node; for a gang (whose members run together or not at all) none at all, and none of
+        its pipelines stands: evicting more pods would free room for nothing."""
         session, writer = self.session, self.session.writer
+        gang = any(
+            op.name is Op.PIPELINE and session.jobs[op.task.job_id].min_available > 1
+            for op in self.operations
+            if op.task.job_id in session.jobs
+        )
         refused: dict[str, str] = {}  # node -> the victim whose eviction was refused there
+        for op in self.operations:
+            if op.name is not Op.EVICT:
+                continue
+            op.task.last_transaction = None
+            if (gang and refused) or op.node_name in refused:
+                session.unevict_task(op.task, op.previous)  # not sent: it would free nothing
+            elif not writer.evict(op.task, op.reason, op.was, session.now + EVICTION_RETRY):
+                refused[op.node_name] = f"{op.task.namespace}/{op.task.name}"
+                session.unevict_task(op.task, op.previous)
+        pipelines = {op.task.uid: op.node_name for op in self.operations if op.name is Op.PIPELINE}
+        blocked = set(pipelines.values()) if gang and refused else set(refused)
         for op in self.operations:
             op.task.last_transaction = None  # committed: nothing to report from a discard
             if op.name is Op.UNGATE:
-                writer.remove_gate(op.task, session.reservations.get(op.task.uid))
+                if pipelines.get(op.task.uid) in blocked:
+                    op.task.sch_gated = True
+                    session.unreserve(op.task)
+                else:
+                    writer.remove_gate(op.task, session.reservations.get(op.task.uid))
             elif op.name is Op.ALLOCATE:
                 writer.bind(op.task, op.node_name, op.was)
             elif op.name is Op.PIPELINE:
-                if op.node_name in refused:
-                    session.unplace_task(op.task, op.node_name)
-                    message = (
-                        f"not pipelined on {op.node_name}: the eviction of {refused[op.node_name]}"
-                        " there was refused"
-                    )
-                    session.wait(op.task, Status(Code.UNSCHEDULABLE, "preempt", message))
+                if op.node_name in blocked:
+                    self._refused(op, refused)
                     continue
                 node = session.nodes[op.node_name]
                 try:
@@ -154,7 +175,20 @@ class Statement:
                     log.warning("pipeline not persisted: %s", exc, extra={"object": str(exc)})
                     writer.errors.append(f"pipeline {op.task.namespace}/{op.task.name}: {exc}")
                     session.unplace_task(op.task, op.node_name)
-            elif not writer.evict(op.task, op.reason, op.was, session.now + EVICTION_RETRY):
-                refused[op.node_name] = f"{op.task.namespace}/{op.task.name}"
-                session.unevict_task(op.task, op.previous)
         self.operations.clear()
+
+    def _refused(self, op: Operation, refused: dict[str, str]) -> None:
+        """The pipeline ``op`` waited for an eviction the API refused: undone. The pod waits
+        for what it waited for before it tried to evict (its queue, or nodes), so a pod only
+        its queue holds back is never marked ``Unschedulable`` for it."""
+        session = self.session
+        session.unplace_task(op.task, op.node_name)
+        if op.node_name in refused:
+            what = f"the eviction of {refused[op.node_name]} there was refused"
+        else:
+            what = f"the eviction of {', '.join(sorted(refused.values()))} for its gang was refused"
+        before = op.waited
+        code = Code.UNSCHEDULABLE
+        if before is not None and not before.ok and before.code is not Code.PIPELINED:
+            code = before.code
+        session.wait(op.task, Status(code, "preempt", f"not pipelined on {op.node_name}: {what}"))

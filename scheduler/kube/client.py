@@ -126,6 +126,11 @@ class KubeClusterClient:
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
+        uid = (pod.get("metadata") or {}).get("uid")
+        if uid:
+            # Only the pod that was chosen: a pod replaced under the same name (a StatefulSet's,
+            # a Job's) answers 409 instead of being evicted in its place.
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
         create = self.core.create_namespaced_pod_eviction
         self._request(f"pod {namespace}/{name}", create, name, namespace, body)
         self.record_event(pod, "Normal", "Evict", reason)

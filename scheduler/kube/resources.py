@@ -41,4 +41,8 @@ RESOURCES = {
     "priorityclasses": Resource(
         "priorityclasses", lambda api: client.SchedulingV1Api(api).list_priority_class
     ),
+    "poddisruptionbudgets": Resource(
+        "poddisruptionbudgets",
+        lambda api: client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces,
+    ),
 }

@@ -62,7 +62,7 @@ class CapacityPlugin(Plugin):
         levels = {name: frozenset(a.name for a in attr.chain) for name, attr in self.attrs.items()}
         self.gates = GateReservations(self, ssn, lambda q: levels.get(q, (q,)))
         self._account_jobs(ssn)
-        self.gates.load()
+        self.gates.load(self._room)
         self.gates.expire()
         for attr in self.attrs.values():
             attr.update_share()
@@ -192,9 +192,22 @@ class CapacityPlugin(Plugin):
         self.gates.reserve_if_opted_in(queue.name, task)
         return SUCCESS
 
+    def _room(self, queue: str, need: Resource) -> bool:
+        """The queue and every limiting ancestor hold ``need`` beside what is allocated and
+        reserved already (the gate reservations taken up at session open)."""
+        attr, status = self._queue_status(queue)
+        if attr is None:
+            return False
+        dims = _dims(need)
+        for level in _limiting(attr, dims):
+            future = level.allocated.clone().add(self.gates.held_at(level.name)).add(need)
+            if future.insufficient(level.real_capability, dims):
+                return False
+        return True
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
-        """May ``queue`` reclaim for ``task``? It must be open, stay within its real capability,
-        and stay within its deserved share on at least one resource the task requests (or, with
+        """May ``queue`` reclaim for ``task``? It must be open, stay within its real capability
+        (with the room other pods' gate reservations hold), and stay within its deserved share on at least one resource the task requests (or, with
         ``ancestorReclaimLevel``, an ancestor within that many levels must)."""
         attr = self.attrs.get(queue.name)
         if attr is None:
@@ -202,10 +215,13 @@ class CapacityPlugin(Plugin):
         if not attr.open:
             return Status(Code.QUEUE_CLOSED, self.name, f"queue {queue.name} is not open")
         req = task.resreq
-        future = attr.allocated.clone().add(req)
+        # Room other pods' gate reservations hold is the queue's already: reclaiming for more
+        # would take it from them (the design's race, through reclaim).
+        reserved = self.gates.held_by_others(attr.name, task)
+        future = attr.allocated.clone().add(reserved).add(req)
         short = future.insufficient(attr.real_capability, _dims(req))
         if short:
-            return Status(Code.QUEUE_FULL, self.name, _limit_message(attr, short, Resource(), task))
+            return Status(Code.QUEUE_FULL, self.name, _limit_message(attr, short, reserved, task))
         if _within_partly(future, attr.deserved, req):
             return SUCCESS
         if self.hierarchy:

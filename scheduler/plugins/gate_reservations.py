@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.api.helpers import has_queue_allocation_gate_annotation, reservation_since
 from scheduler.api.job_info import JobInfo
+from scheduler.api.quantity import CPU, MEMORY
 from scheduler.api.resource import Resource, res_min
 from scheduler.api.task_info import TaskInfo, TaskStatus
 from scheduler.plugins.base import Plugin
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from scheduler.framework.session import Session
     from scheduler.framework.statement import Statement
 
+# A reservation dated later than this after the scheduler's clock was not written by Sluice
+# (which stamps its own clock's time); anyone who can create pods can write the annotation.
+CLOCK_SKEW = 60.0
 RESERVATION_TIMEOUT = 900.0  # seconds: Cluster Autoscaler's default max node provision time
 # The arguments of every queue plugin that keeps gate reservations.
 RESERVATION_ARGUMENTS = {"gateReservation": True, "reservationTimeout": RESERVATION_TIMEOUT}
@@ -61,23 +65,49 @@ class GateReservations:
 
     # --- session open ----------------------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, room: Callable[[str, Resource], bool]) -> None:
         """Take up the reservations of earlier cycles (Volcano's design rebuilds them at session
         open): an opted-in pod that passed its check, had its gate removed and is still
         pending. Only a pass Sluice recorded counts — on the pod, or seen by this process — so
         an opted-in pod that was never gated (created while the webhook was away) does not hold
-        its queue unchecked."""
+        its queue unchecked, and a date Sluice cannot have written (in the future) is no pass.
+
+        A reservation holds room its queue has: since the pass, the capability may have been
+        lowered, the gang may have lost members, or gate removals queued before a restart may
+        have landed after other pods were let through. So the reservations are taken up job by
+        job, the oldest first, each job only if its queue (``room``: at every level) still
+        holds what it reserves plus what its gang still needs to reach its minimum. A job that
+        no longer fits holds nothing: its pods compete for the queue as any other pod, and it
+        never blocks the queue it overflows."""
         ssn = self.ssn
+        claims = []
         for job in ssn.jobs.values():
-            for task in job.index.get(TaskStatus.PENDING, {}).values():
-                if task.sch_gated or not has_queue_allocation_gate_annotation(task.pod):
-                    continue
-                if task.uid not in ssn.reservations:
-                    since = reservation_since(task.pod)
-                    if since is None:
-                        continue
-                    ssn.reservations[task.uid] = since
-                self.reserve(job.queue, task)
+            tasks = [task for task in job.index.get(TaskStatus.PENDING, {}).values()
+                     if self._recorded_pass(task)]  # fmt: skip
+            if tasks:
+                since = min(ssn.reservations[t.uid] or ssn.now for t in tasks)
+                claims.append((since, -job.priority, job.creation, job.uid, job, tasks))
+        for *_, job, tasks in sorted(claims, key=lambda c: c[:4]):
+            if room(job.queue, _still_needed(job, tasks)):
+                for task in tasks:
+                    self.reserve(job.queue, task)
+
+    def _recorded_pass(self, task: TaskInfo) -> bool:
+        """Sluice let ``task`` through its queue and it still waits: a reservation, unless it
+        expired (None in ``ssn.reservations``)."""
+        ssn = self.ssn
+        if task.sch_gated or not has_queue_allocation_gate_annotation(task.pod):
+            return False
+        if task.uid not in ssn.reservations:
+            since = reservation_since(task.pod)
+            if since is None or since > ssn.now + CLOCK_SKEW:
+                return False
+            ssn.reservations[task.uid] = since
+        return ssn.reservations[task.uid] is not None
+
+    def held_at(self, level: str) -> Resource:
+        """What reservations count against ``level`` now."""
+        return self.held_by_others(level, None)
 
     def expire(self) -> None:
         """Forget reservations of pods that are gone, and release those held too long."""
@@ -107,7 +137,7 @@ class GateReservations:
 
     # --- the allocatable check ---------------------------------------------------------------
 
-    def held_by_others(self, level: str, task: TaskInfo) -> Resource:
+    def held_by_others(self, level: str, task: TaskInfo | None) -> Resource:
         """What reservations count against ``level`` (a queue, or an ancestor of queues) for
         pods other than ``task``."""
         held = Resource()
@@ -115,7 +145,7 @@ class GateReservations:
             if not tasks or level not in self.levels_of(queue):
                 continue
             for other in tasks.values():
-                if other.uid != task.uid:
+                if task is None or other.uid != task.uid:
                     held.add(other.resreq)
         return held
 
@@ -132,8 +162,8 @@ class GateReservations:
             self.reserved.setdefault(queue, {})[task.uid] = task
 
     def unreserve(self, task: TaskInfo) -> None:
-        """The gate removal that came with this reservation was taken back (its gang did not
-        fit its queue): the pod stays gated and holds nothing."""
+        """The gate removal that came with this reservation was taken back, or its gang no
+        longer fits its queue: the pod holds nothing."""
         for tasks in self.reserved.values():
             tasks.pop(task.uid, None)
         self.placed.pop(task.uid, None)
@@ -189,6 +219,22 @@ class GateReservations:
                 for attr in attrs[job.queue].chain:
                     attr.inqueue.add(inqueue)
                     attr.inqueue_reserved.add(held)
+
+
+def _still_needed(job: JobInfo, reserved: list[TaskInfo]) -> Resource:
+    """What ``job`` needs of its queue to reach its minimum: the reserved tasks, and as many
+    of its other pending tasks (the smallest first) as its gang still lacks."""
+    need = Resource()
+    for task in reserved:
+        need.add(task.resreq)
+    lacking = job.min_available - job.ready_task_num() - job.pipelined_num() - len(reserved)
+    if lacking > 0:
+        held = {t.uid for t in reserved}
+        others = sorted((t for t in job.pending_tasks() if t.uid not in held),
+                        key=lambda t: (t.resreq.get(CPU), t.resreq.get(MEMORY)))  # fmt: skip
+        for task in others[:lacking]:
+            need.add(task.resreq)
+    return need
 
 
 def _duration(seconds: float) -> str:

@@ -57,10 +57,10 @@ class ProportionPlugin(Plugin):
         total = _total(ssn)
         self.attrs = _queue_attrs(ssn, total)
         self._account_jobs(ssn)
-        self.gates.load()
-        self.gates.expire()
         with_jobs = {job.queue for job in ssn.jobs.values()} & set(self.attrs)
         fill_deserved([self.attrs[q] for q in sorted(with_jobs)], total)
+        self.gates.load(self._room)
+        self.gates.expire()
         ssn.queue_attrs = dict(self.attrs)
         ssn.queue_figures = FIGURES_PROPORTION
         ssn.add_queue_order_fn(self, lambda q: (-q.priority, self._share(q.name)))
@@ -126,17 +126,28 @@ class ProportionPlugin(Plugin):
         self.gates.reserve_if_opted_in(queue.name, task)
         return SUCCESS
 
+    def _room(self, queue: str, need: Resource) -> bool:
+        """The queue's deserved share holds ``need`` beside what is allocated and reserved."""
+        attr = self.attrs.get(queue)
+        if attr is None:
+            return False
+        future = attr.allocated.clone().add(self.gates.held_at(queue)).add(need)
+        return not exceeds(future, attr.deserved, need)
+
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> Status:
-        """The queue may reclaim for ``task`` while it stays within its deserved share."""
+        """The queue may reclaim for ``task`` while it stays within its deserved share, beside
+        the room other pods' gate reservations hold in it."""
         attr, status = self._open_queue(queue)
         if attr is None:
             return status
-        future = attr.allocated.clone().add(task.resreq)
+        reserved = self.gates.held_by_others(queue.name, task)
+        future = attr.allocated.clone().add(reserved).add(task.resreq)
         short = exceeds(future, attr.deserved, task.resreq)
         if short:
             message = (
                 f"queue {queue.name} would exceed its deserved share ({', '.join(short)}: "
-                f"allocated {attr.allocated.describe()}, deserved {attr.deserved.describe()})"
+                f"allocated {attr.allocated.describe()}, reserved {reserved.describe()}, "
+                f"deserved {attr.deserved.describe()})"
             )
             return Status(Code.QUEUE_FULL, self.name, message)
         return SUCCESS

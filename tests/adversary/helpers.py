@@ -8,12 +8,22 @@ import io
 from django.core.management import call_command
 from kubernetes import client
 
-from scheduler.config import SchedulerConfig
+from scheduler.config import SchedulerConfig, default_config
 from scheduler.service import WATCHED_KINDS, SchedulerService
 from tests.builders import body, node, pod, podgroup, queue
 from tests.conftest import wait_until
 
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+
+
+def without_pdb(config: SchedulerConfig | None = None) -> SchedulerConfig:
+    """``config`` (the default) without the pdb plugin, as Volcano's default configuration:
+    evictions a PodDisruptionBudget refuses are then tried and refused by the API — as they
+    are, with the plugin on, when a budget changed after the cache last saw it."""
+    raw = (config or default_config()).to_dict()
+    for tier in raw["tiers"]:
+        tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "pdb"]
+    return SchedulerConfig.from_dict(raw)
 
 
 def make_node(sim, name: str, cpu: str = "2", **kwargs) -> None:

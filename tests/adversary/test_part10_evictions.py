@@ -18,6 +18,7 @@ from kubernetes import client
 
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.api.report import TransitionKind
+from tests.adversary.helpers import without_pdb
 from tests.builders import body, node, pod, podgroup
 from tests.e2e.harness import Harness, condition, gates
 from tests.e2e.pipeline.test_cyclic_eviction import SCENARIO as CYCLIC
@@ -130,29 +131,31 @@ class Deployment:
 
 
 def test_a_budget_that_allows_one_of_the_two_evictions_needed_does_not_evict_forever():
-    """Issue 15 item 11 and README: a refused eviction is recorded, "the victim is not picked
-    again for 30 s or until its pod changes", and pipeline persistence ends the cyclic
-    evictions of Volcano issue #4947 (README table: 2 evictions, then none). Queue alpha runs a
-    4-replica Deployment on n1 (4 CPU) under a PodDisruptionBudget minAvailable 3: one
-    eviction at a time is allowed. r (2 CPU, queue beta) reclaims: it needs two victims at
-    once, which the budget never allows (3 running + r's 2 CPU do not fit 4). At most the
-    first eviction, made before the refusal was known, may happen; then the scheduler must
-    stop killing pods for a reclaim that cannot complete.
+    """Issue 15 item 11 and README: pipeline persistence ends the cyclic evictions of Volcano
+    issue #4947 (README table: 2 evictions, then none). Queue alpha runs a 4-replica
+    Deployment on n1 (4 CPU) under a PodDisruptionBudget minAvailable 3: one eviction at a
+    time is allowed. r (2 CPU, queue beta) reclaims: it needs two victims at once, which the
+    budget never allows (3 running + r's 2 CPU do not fit 4). The scheduler must not kill
+    pods for a reclaim that cannot complete.
 
-    What happens: every 30 s the retry time passes, reclaim picks two fresh victims, the
-    first eviction goes through (the budget has recovered: the replacement pod is running),
-    the second is refused, and "the pipeline that waited for it is undone" — so the freed CPU
-    goes back to the replacement pod. Over 90 s: three pods evicted for nothing, r never
-    runs, and it goes on for ever."""
+    What happened (found by the adversary): every 30 s the refused victim's retry time
+    passed, reclaim picked two fresh victims, the first eviction went through (the budget had
+    recovered: the replacement pod was running), the second was refused and the pipeline
+    undone — over 90 s three pods evicted for nothing, for ever. The pdb plugin (on in
+    Sluice's default configuration, as Volcano's pkg/scheduler/plugins/pdb) keeps the victims
+    within ``status.disruptionsAllowed``: reclaim sees that n1 cannot be freed and evicts
+    nothing."""
     h = Harness(CYCLIC)
     try:
         alpha = Deployment(h, "alpha", 4)
         h.step(3)
         budget(h, "alpha", 3, "alpha")
+        h.step(1)
         h.core.create_namespaced_pod(NS, body(pod("r", "2", namespace=NS, queue="beta", grace=5)))
         h.step(90, controller=alpha.reconcile)
-        assert refused(h), "the budget refused nothing: the scenario did not happen"
-        assert len(evicted(h)) <= 1, evicted(h)
+        assert (evicted(h), refused(h)) == ([], [])
+        assert h.pod("r", NS)["spec"].get("nodeName") is None
+        assert sorted(alpha.live) == [f"alpha-{i}" for i in range(4)]  # none replaced
     finally:
         h.close()
 
@@ -183,8 +186,10 @@ def test_once_a_gangs_eviction_is_refused_its_other_victims_are_left_alone():
 
     What happens: ``Statement.commit`` goes on through the operations after the refusal — it
     only undoes the pipeline on the refusing node — and evicts alpha-2 and alpha-3 too; the
-    gang is then released as a whole next cycle, with three pods killed and nothing to show."""
-    h = Harness(GANG)
+    gang is then released as a whole next cycle, with three pods killed and nothing to show.
+
+    Played without the pdb plugin (Volcano's default configuration), so the API refuses."""
+    h = Harness(GANG, config=without_pdb())
     try:
         for i in range(4):
             app = "kept" if i == 1 else "free"
@@ -223,7 +228,9 @@ def test_a_pod_whose_preemption_in_its_full_queue_was_refused_is_not_unschedulab
     refused"), whatever made the evictions necessary: urgent carries
     ``PodScheduled=False reason Unschedulable`` for two cycles, and Cluster Autoscaler
     scales up for a pod only its queue holds back. The harness's check does not see it: it
-    trusts that status code."""
+    trusts that status code.
+
+    Played without the pdb plugin (Volcano's default configuration), so the API refuses."""
     scenario = {
         "namespaces": [{"name": NS}],
         "queues": [{"name": "q", "spec": {"capability": {"cpu": "4", "memory": "32Gi"},
@@ -231,7 +238,7 @@ def test_a_pod_whose_preemption_in_its_full_queue_was_refused_is_not_unschedulab
         "nodes": [{"name": "n1", "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}],
         "kubelet": {"startupDelay": 1},
     }  # fmt: skip
-    h = Harness(scenario)
+    h = Harness(scenario, config=without_pdb())
     try:
         client.SchedulingV1Api(h.api).create_priority_class(
             {"metadata": {"name": "high"}, "value": 1000}

@@ -24,6 +24,7 @@ from kubernetes import client
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE, QUEUE_RESERVATION_ANNOTATION
 from scheduler.kube.gates import remove_gate
 from scheduler.service import SchedulerService
+from tests.adversary.helpers import without_pdb
 from tests.builders import body, node, pod, podgroup
 from tests.e2e.harness import Harness, condition, config_with, gates
 from tests.invariants import check_cycle, store_conditions
@@ -45,8 +46,11 @@ def scenario(cpu: str) -> dict:
     }  # fmt: skip
 
 
-def harness(cpu: str = "2", *, capacity: dict | None = None, cls=Harness) -> Harness:
-    h = cls(scenario(cpu), config=config_with(capacity))
+def harness(
+    cpu: str = "2", *, capacity: dict | None = None, cls=Harness, pdb: bool = True
+) -> Harness:
+    config = config_with(capacity)
+    h = cls(scenario(cpu), config=config if pdb else without_pdb(config))
     client.SchedulingV1Api(h.api).create_priority_class(
         {"metadata": {"name": "high"}, "value": 1000}
     )
@@ -342,8 +346,10 @@ def test_a_gated_pod_whose_preemption_evictions_are_all_refused_keeps_its_gate()
     capability (reserved past the capability), and for a cycle carries
     ``PodScheduled=False reason Unschedulable`` ("not pipelined on n1: the eviction of ...
     was refused", a hard-coded UNSCHEDULABLE code) — Cluster Autoscaler would add a node
-    that cannot help."""
-    h = harness("4")
+    that cannot help.
+
+    Played without the pdb plugin (Volcano's default configuration), so the API refuses."""
+    h = harness("4", pdb=False)
     try:
         for i in range(4):
             obj = pod(f"low-{i}", "1", namespace=NS, queue="q", grace=10, labels={"app": "low"})

@@ -86,10 +86,13 @@ def test_the_scheduler_page_shows_the_failure_and_the_failed_cycles(client):
     assert "Scheduling cycles are failing." in page
     assert ERROR in page and "2 cycles in a row" in page
     assert "<strong>cycle failed:</strong> " + ERROR in page  # each row in the cycles table
-    assert page.count('id="cycle-failure"') == 1  # in the live part only, not twice
-    # The htmx refresh of the live part carries it too.
+    assert page.count('id="cycle-failure"') == 1  # in the banner only, not twice
+    # The banner refreshes on its own; the live part says the latest error too.
+    banner = client.get("/scheduler/banner/").content.decode()
+    assert "Scheduling cycles are failing." in banner and "<html" not in banner
     live = client.get("/scheduler/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="live")
-    assert "Scheduling cycles are failing." in live.content.decode()
+    assert "(the cycle failed): <code" in live.content.decode()
+    assert ERROR in live.content.decode()
 
 
 @pytest.mark.parametrize("url", ["/", "/queues/", "/pods/", "/history/", "/risks/"])

@@ -21,9 +21,12 @@ class Scenario:
     queues: list = field(default_factory=list)
     config: SchedulerConfig | None = None
     priority_classes: dict | None = None
+    disruption_budgets: list = field(default_factory=list)
 
     def cache(self) -> SchedulerCache:
         cache = SchedulerCache(priority_classes=self.priority_classes)
+        for budget in self.disruption_budgets:
+            cache.add_disruption_budget(budget)
         for q in self.queues:
             cache.add_queue(q)
         for n in self.nodes:

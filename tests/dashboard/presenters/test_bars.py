@@ -20,7 +20,7 @@ def test_a_reserved_admitted_pod_is_drawn_once():
     bar = cpu_bar(lab)
 
     assert [s.kind for s in bar.segments] == ["reserved", "free"]
-    assert bar.summary == "reserved 17 CPU · free 1 CPU / capability 18 CPU"
+    assert bar.summary == "reserved 17 CPU · free 1 CPU / real capability 18 CPU (derived)"
 
 
 def test_inqueue_beyond_the_reservations_is_drawn_and_free_is_what_is_left():
@@ -32,7 +32,7 @@ def test_inqueue_beyond_the_reservations_is_drawn_and_free_is_what_is_left():
 
     assert bar.summary == (
         "allocated 6 CPU · reserved 8 CPU · inqueue 3 CPU · free 7 CPU"
-        " / capability 24 CPU, deserved 16 CPU"
+        " / real capability 24 CPU, deserved 16 CPU (derived)"
     )
     assert [s.width for s in bar.segments] == ["25.00%", "33.33%", "12.50%", "29.17%"]
     assert bar.deserved_left == "66.67%"
@@ -41,4 +41,6 @@ def test_inqueue_beyond_the_reservations_is_drawn_and_free_is_what_is_left():
 def test_inqueue_without_reservations_is_drawn_whole():
     queue = QueueReport("q", capability={"cpu": 8 * CPU}, inqueue={"cpu": 2 * CPU})
 
-    assert cpu_bar(queue).summary == "inqueue 2 CPU · free 6 CPU / capability 8 CPU"
+    assert cpu_bar(queue).summary == (
+        "inqueue 2 CPU · free 6 CPU / real capability 8 CPU (derived)"
+    )

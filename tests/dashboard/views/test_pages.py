@@ -104,7 +104,8 @@ def test_overview_warns_when_the_scheduler_stopped(client):
 
     page = client.get("/").content.decode()
 
-    assert "the scheduler has not run since" in page
+    assert "The scheduler has stopped reporting." in page
+    assert "the scheduler has reported no cycle since" in page  # the figures' own note
 
 
 def test_overview_shows_cycle_errors(client):

@@ -28,8 +28,13 @@ GROUPS = [{"name": "extra", "min": 0, "max": 2, "provisionDelay": 10,
            "template": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}]  # fmt: skip
 
 
-def harness(*, autoscaler: str = "none", margin: float = 60.0) -> Harness:
+def harness(*, autoscaler: str = "none", margin: float = 60.0, pdb: bool = True) -> Harness:
     config = SchedulerConfig.from_dict({**default_config().to_dict(), "pipelineMargin": margin})
+    if not pdb:
+        raw = config.to_dict()
+        for tier in raw["tiers"]:
+            tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "pdb"]
+        config = SchedulerConfig.from_dict(raw)
     scenario = {**SCENARIO, "nodeGroups": GROUPS} if autoscaler != "none" else SCENARIO
     return Harness(scenario, config=config, autoscaler=autoscaler)
 
@@ -150,7 +155,9 @@ def pdb(h: Harness, name: str, min_available: int, selector: dict) -> None:
 
 
 def test_an_eviction_refused_by_a_disruption_budget_leaves_the_cycle_and_the_victim_alone():
-    h = harness()
+    """Without the pdb plugin (Volcano's default configuration), or with a budget the cache
+    has not seen yet, the API is what refuses."""
+    h = harness(pdb=False)
     try:
         for i in range(4):
             obj = pod(f"alpha-{i}", "1", namespace=NS, queue="alpha", grace=5,
@@ -171,8 +178,9 @@ def test_an_eviction_refused_by_a_disruption_budget_leaves_the_cycle_and_the_vic
         h.step(3)
         refusals = [e.split(":")[0] for r in h.reports[-4:] for e in r.errors
                     if e.startswith("evict ")]  # fmt: skip
-        # Each victim is tried once and, refused, not picked again right away.
-        assert len(refusals) == len(set(refusals)) == 4
+        # Each victim is tried at most once and, refused, not picked again right away; after a
+        # refusal on a node no further eviction is sent there.
+        assert refusals and len(refusals) == len(set(refusals))
         client.PolicyV1Api(h.api).delete_namespaced_pod_disruption_budget("free", NS)
         h.step(35)  # past the retry time: alpha-2 and alpha-3 may go now
         assert h.pod("r", NS)["spec"].get("nodeName") == "n1"
