@@ -76,9 +76,9 @@ VOLCANO_SAYS = {
     "error and schedules no queue that cycle. Sluice emits this Warning event instead, and "
     "refuses only this queue's jobs.",
     "CapabilityUnlimited": "Volcano emits no event for this: its capacity plugin reads a CPU or "
-    "memory capability at or below zero as unlimited in silence (its admission webhook refuses "
-    "a negative one: it must be greater than or equal to 0; zero passes). Sluice emits this "
-    "Warning event instead.",
+    "memory capability at or below zero as unlimited (with enableHierarchy, as the parent's) in "
+    "silence (its admission webhook refuses a negative one: it must be greater than or equal "
+    "to 0; zero passes). Sluice emits this Warning event instead.",
     "InvalidObject": "Volcano's admission webhook or the API server would refuse such a Queue; "
     "Sluice leaves it out of scheduling and emits this Warning event.",
 }
@@ -108,12 +108,17 @@ class QueueSpec:
     deserved_how: str
 
 
-def written(values: Mapping[str, str], unlimited: Mapping[str, str] | None = None) -> str:
+def written(
+    values: Mapping[str, str], unlimited: Mapping[str, str] | None = None, parent: str = ""
+) -> str:
     """A resource list as written: ``cpu: 48, memory: 256Gi``; a CPU or memory capability at
-    or below zero is ``cpu: unlimited (spec says -5)``."""
+    or below zero is ``cpu: unlimited (spec says -5)`` — or, when the capacity plugin's
+    hierarchy gives the queue its ``parent``'s capability instead, ``cpu: parent org's (spec
+    says -5)``."""
     unlimited = unlimited or {}
+    instead = f"parent {parent}'s" if parent else "unlimited"
     return ", ".join(
-        f"{k}: unlimited (spec says {v})" if k in unlimited else f"{k}: {v}"
+        f"{k}: {instead} (spec says {v})" if k in unlimited else f"{k}: {v}"
         for k, v in values.items()
     )
 
@@ -145,8 +150,12 @@ def queue_spec(report: QueueReport | None, live: Mapping | None = None) -> Queue
         capability, deserved, guarantee, unlimited = {}, {}, {}, {}
     how = DERIVATIONS.get(report.figures if report else "", NOT_DERIVED)
     derived = report is not None and bool(report.figures)
+    parent = (live or {}).get("parent") or (report.parent if report else "")
+    # capacity.go with enableHierarchy: a capability <= 0 is the parent's (root's: none).
+    hierarchy = report is not None and report.figures == FIGURES_HIERARCHY
+    inherited = parent if hierarchy and parent and parent != ROOT_QUEUE else ""
     return QueueSpec(
-        capability=written(capability, unlimited),
+        capability=written(capability, unlimited, inherited),
         deserved=written(deserved),
         guarantee=written(guarantee),
         real_capability=capability_words(report.capability) if report and derived else "",

@@ -17,7 +17,8 @@ neither Queues nor PodGroups at admission, so it says on the object what it does
   hierarchy, ``spec.parent`` names a queue that does not exist (or an ancestor is broken): no
   job can use the queue until that is fixed.
 - ``CapabilityUnlimited`` (on the Queue): ``spec.capability.cpu`` or ``.memory`` is at or
-  below zero, which Volcano's capacity plugin reads as no limit on that resource.
+  below zero, which Volcano's capacity plugin reads as no limit on that resource (with
+  enableHierarchy: the parent's capability, which is no limit under root).
 
 Each problem is said once: ``said`` (kept by the cache across cycles) remembers what was said
 on which object until the problem changes or goes away. Observe mode writes nothing and the
@@ -31,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.api.helpers import meta
 from scheduler.api.job_info import JobInfo
-from scheduler.api.labels import QUEUE_NAME_ANNOTATION
-from scheduler.api.report import ObjectProblem
+from scheduler.api.labels import QUEUE_NAME_ANNOTATION, ROOT_QUEUE
+from scheduler.api.report import FIGURES_HIERARCHY, ObjectProblem
 from scheduler.api.status import Code
 
 if TYPE_CHECKING:
@@ -59,10 +60,17 @@ def report_queue_problems(
         queue = ssn.queues[name]
         if queue.is_implicit:
             continue
+        parent = queue.parent or ROOT_QUEUE
+        inherits = ssn.queue_figures == FIGURES_HIERARCHY and parent != ROOT_QUEUE
         for resource, value in sorted(queue.unlimited.items()):
+            effect = (
+                f"queue {name} has no {resource} limit of its own: its parent {parent}'s holds it"
+                if inherits  # capacity.go, enableHierarchy: the parent's capability
+                else f"queue {name} is unlimited on {resource}"
+            )
             message = (
                 f"spec.capability.{resource} is {value}: a CPU or memory capability at or below "
-                f"zero is no limit (Volcano's rule), so queue {name} is unlimited on {resource}"
+                f"zero is no limit (Volcano's rule), so {effect}"
             )
             problem = ObjectProblem(
                 "queue", "", name, f"spec.capability.{resource}", CAPABILITY_UNLIMITED, message
@@ -70,7 +78,6 @@ def report_queue_problems(
             found.append((problem, _typed(queue.queue, _QUEUE)))
         why = ssn.queue_problems.get(name)
         if why:
-            parent = queue.parent or ""
             reason = PARENT_NOT_FOUND if parent not in ssn.queues else QUEUE_INVALID
             message = f"{why}: no job can use queue {name} until that is fixed"
             problem = ObjectProblem("queue", "", name, "spec.parent", reason, message)

@@ -237,3 +237,26 @@ def test_through_the_api_the_events_are_on_the_objects_and_the_report_says_who_r
     assert {q.name: q.implicit for q in first.queues if q.name in ("odd", "ghost")} == {
         "odd": False
     }
+
+
+def test_with_the_hierarchy_a_capability_at_or_below_zero_under_a_parent_is_the_parents():
+    cache = Scenario(
+        nodes=[node("n1", cpu="8")],
+        queues=[
+            queue("org", capability={"cpu": "2"}),
+            queue("team", parent="org", capability={"cpu": "-5"}),
+            queue("solo", capability={"cpu": "0"}),
+        ],
+        pods=[pod(f"p{i}", queue="team") for i in range(3)],
+    ).cache()
+
+    reports, client = cycles(cache, 1)  # Sluice's default: the capacity plugin's hierarchy
+
+    team = {q.name: q for q in reports[0].queues}["team"]
+    assert team.capability["cpu"] == 2_000  # org's, not unlimited
+    assert sorted(client.binds()) == ["ns/p0", "ns/p1"]
+    said = {e[1]: e[4] for e in client.events if e[3] == "CapabilityUnlimited"}
+    assert said["team"].endswith(
+        "so queue team has no cpu limit of its own: its parent org's holds it"
+    )
+    assert said["solo"].endswith("so queue solo is unlimited on cpu")  # under root: none

@@ -225,3 +225,16 @@ def test_a_pod_naming_a_queue_that_does_not_exist_is_said_so_with_a_page_for_it(
     assert link[: link.index("</td>")].count("does not exist") == 1
     # A name nothing refers to is still a 404.
     assert client.get("/queues/nowhere/").status_code == 404
+
+
+def test_under_a_parent_a_negative_capability_reads_as_the_parents(client, cluster):
+    create_queue(cluster, "org", capability={"cpu": "4"})
+    create_queue(cluster, "team", parent="org", capability={"cpu": "-5"})
+    cluster.core.create_namespaced_pod(NS, body(pod("p", namespace=NS, queue="team")))
+    cycle(cluster, pods=1)  # the capacity plugin's hierarchy
+
+    team = row_of(client.get("/queues/").content.decode(), "team")
+
+    assert '<td class="spec-capability">cpu: parent org&#x27;s (spec says -5)</td>' in team
+    assert ">4 CPU, unlimited memory<" in team  # derived: org's capability
+    assert "its parent org&#x27;s holds it" in team
