@@ -4,7 +4,10 @@ The enqueue action (PodGroup Pending -> Inqueue) asks ``AdmissionChecker.check(.
 PodGroup that already passed its queue's capability check:
 
 * ``Ready``   — admit (move to Inqueue). The workload fits, or it is not Guaranteed (the KEP
-  admits those unchecked), or the verdict is unknown and ``admit_unknown`` is set.
+  admits those unchecked), or it has neither pods nor ``minResources`` (nothing to judge), or
+  the verdict is unknown and ``admit_unknown`` is set. A PodGroup with fewer pods than its
+  ``minMember`` — created before its pods — is judged on its ``minResources`` as well
+  (``scheduler.admission.awaited``).
 * ``Retry``   — keep the PodGroup Pending; do not evaluate again before ``retry_at``
   (default 60 s later). Calls before then return the same result without work.
 * ``Pending`` — not decided yet: no snapshot, or a snapshot older than ``max_snapshot_age_s``.
@@ -21,13 +24,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate_workload
+from scheduler.admission.awaited import Awaited, check_workload
+from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict
 from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.api.report import CheckState
 
 CHECK_NAME = "ReduceFalseAdmissions"  # the admission check's name in Kueue KEP-3211
 CONDITION_TYPE = "NodeCapacityAvailable"
 DEFAULT_RETRY_AFTER_S = 60.0
+# Why a workload was admitted unchecked: not Guaranteed (the KEP), or nothing to judge.
+_UNCHECKED = {"skipped": "NotGuaranteed", "empty": "NothingToCheck"}
 
 
 _CONDITION_STATUS = {
@@ -103,14 +109,17 @@ class AdmissionChecker:
         pods: Sequence[Mapping[str, Any]],
         snapshot: CapacitySnapshot | None,
         now: datetime,
+        awaited: Awaited | None = None,
     ) -> CheckResult:
-        """The check's state for this PodGroup now; evaluates only when a decision is due."""
+        """The check's state for this PodGroup now; evaluates only when a decision is due.
+        ``pods`` are its pods still to place; ``awaited`` what it needs beyond the pods that
+        exist (a PodGroup created before its pods), judged on its minResources."""
         uid = _uid(podgroup)
         previous = self._results.get(uid)
         if previous is not None and _still_valid(previous, now):
             result = replace(previous, changed=False)
         else:
-            result = self._decide(pods, snapshot, now)
+            result = self._decide(pods, awaited, snapshot, now)
             if previous is not None and (previous.state, previous.reason) == (
                 result.state,
                 result.reason,
@@ -131,7 +140,11 @@ class AdmissionChecker:
             del self._results[uid]
 
     def _decide(
-        self, pods: Sequence[Mapping[str, Any]], snapshot: CapacitySnapshot | None, now: datetime
+        self,
+        pods: Sequence[Mapping[str, Any]],
+        awaited: Awaited | None,
+        snapshot: CapacitySnapshot | None,
+        now: datetime,
     ) -> CheckResult:
         if snapshot is None:
             text = "waiting for the first node-capacity snapshot"
@@ -140,12 +153,16 @@ class AdmissionChecker:
         if self.max_snapshot_age is not None and age > self.max_snapshot_age:
             text = f"node-capacity snapshot is {age.total_seconds():.0f} s old; waiting for a fresh one"
             return CheckResult(CheckState.PENDING, "SnapshotStale", text, now)
-        evaluation = evaluate_workload(pods, snapshot, budget_s=self.budget_s)
+        evaluation = check_workload(pods, awaited, snapshot, budget_s=self.budget_s)
         return self._result_for(evaluation, now)
 
     def _result_for(self, evaluation: Evaluation, now: datetime) -> CheckResult:
         if evaluation.fits:
-            reason = "NodeCapacityAvailable" if evaluation.checked else "NotGuaranteed"
+            reason = (
+                "NodeCapacityAvailable"
+                if evaluation.checked
+                else _UNCHECKED.get(evaluation.method, "NotGuaranteed")
+            )
             return CheckResult(
                 CheckState.READY, reason, evaluation.explanation, now, None, evaluation
             )

@@ -38,12 +38,15 @@ class AdmissionContext:
     results: dict[str, CheckResult] = field(default_factory=dict)  # this cycle's checks
     ledger: AdmittedLedger = field(default_factory=AdmittedLedger)
 
-    def available(self, without: Collection[str] = ()) -> CapacitySnapshot | None:
-        """The snapshot minus what was admitted since it was taken (but the pods ``without``,
-        the ones being evaluated); None without a snapshot."""
+    def available(
+        self, without: Collection[str] = (), workload: str = ""
+    ) -> CapacitySnapshot | None:
+        """The snapshot minus what was admitted since it was taken (but the pods ``without``
+        and the room held for ``workload``, the one being evaluated); None without a
+        snapshot."""
         if self.snapshot is None:
             return None
-        return self.ledger.available(self.snapshot, without)
+        return self.ledger.available(self.snapshot, without, workload)
 
 
 class Admission:

@@ -45,7 +45,8 @@ class Evaluation:
     verdict: Verdict
     explanation: str
     placement: dict[str, str] | None = None  # "namespace/name" -> node name, when it fits
-    method: str = ""  # ffd | bfd | exact | largest-pod | total | count | budget | skipped
+    # ffd | bfd | exact | largest-pod | total | count | budget | skipped | empty | min-resources
+    method: str = ""
     checked: bool = True  # False when admitted without the check (not Guaranteed)
 
     @property
@@ -64,13 +65,26 @@ def evaluate_workload(
     *,
     budget_s: float = DEFAULT_BUDGET_S,
 ) -> Evaluation:
-    """The KEP's admission rule: check Guaranteed workloads by limits, admit the others."""
+    """The KEP's admission rule: check Guaranteed workloads by limits, admit the others. A
+    workload without pods (and nothing else to judge it by: see ``scheduler.admission.awaited``)
+    asks for nothing and is admitted unchecked too."""
+    if not pods:
+        text = "not checked: no pods yet, and no minResources to judge them by"
+        return Evaluation(Verdict.FITS, text, {}, method="empty", checked=False)
+    skipped = not_guaranteed(pods)
+    if skipped is not None:
+        return skipped
+    return evaluate(pods, snapshot, basis="limits", budget_s=budget_s)
+
+
+def not_guaranteed(pods: Sequence[Mapping[str, Any]]) -> Evaluation | None:
+    """The KEP admits a workload unchecked when one of its pods is not Guaranteed."""
     for pod in pods:
         qos = qos_class(pod)
         if qos != GUARANTEED:
             text = f"not checked: pod {pod_key(pod)} is {qos}, only Guaranteed workloads are"
             return Evaluation(Verdict.FITS, text, method="skipped", checked=False)
-    return evaluate(pods, snapshot, basis="limits", budget_s=budget_s)
+    return None
 
 
 def evaluate(

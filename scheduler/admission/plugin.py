@@ -6,7 +6,9 @@ runs after the queue plugin's: as in Kueue, only a job its queue accepted is eva
 admits; Retry and Pending keep the PodGroup Pending with a ``NodeCapacityAvailable`` condition
 and, when the state or reason changes, an event that says why. A workload is evaluated against
 the snapshot minus what was admitted since it was taken (the context's ledger, which every
-admission adds to and which is brought up to date at the session's start and end). At the
+admission adds to and which is brought up to date at the session's start and end, taking up
+the Inqueue workloads another process admitted). A PodGroup with fewer pods than its
+minMember is judged on its minResources as well (``scheduler.admission.awaited``). At the
 session's end it forgets the PodGroups that are gone and works out every pending workload's
 false-admission risk.
 """
@@ -16,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from scheduler.admission.awaited import awaited_of, evaluate_with_awaited
 from scheduler.admission.check import CONDITION_TYPE, CheckResult
 from scheduler.admission.context import AdmissionContext
 from scheduler.admission.evaluator import evaluate
-from scheduler.admission.monitor import CapacitySnapshot, extended_demand
+from scheduler.admission.ledger import AdmittedNow, LivePod
+from scheduler.admission.monitor import CapacitySnapshot, counted_demand, extended_demand
 from scheduler.admission.report import workload_risks, workload_uid
 from scheduler.admission.source import as_datetime
-from scheduler.api.job_info import PG_PENDING, JobInfo
+from scheduler.api.job_info import PG_INQUEUE, PG_PENDING, JobInfo
 from scheduler.api.report import CheckState, WorkloadRisk
 from scheduler.api.status import SUCCESS, Code, Status
 from scheduler.api.task_info import TaskInfo, TaskStatus
@@ -63,9 +67,10 @@ class NodeCapacityPlugin(Plugin):
         uid = workload_uid(job)
         pending = _pending(job)
         pods = [t.pod for t in pending]  # bound pods are in the snapshot or the ledger
-        available = ctx.available(without=[t.uid for t in pending])
+        awaited = awaited_of(job)
+        available = ctx.available(without=[t.uid for t in pending], workload=uid)
         now = as_datetime(self.ssn.now)
-        result = ctx.checker.check(_identity(job, uid), pods, available, now)
+        result = ctx.checker.check(_identity(job, uid), pods, available, now, awaited)
         ctx.results[uid] = result
         if result.state is CheckState.PENDING:
             ctx.request_snapshot()
@@ -73,7 +78,8 @@ class NodeCapacityPlugin(Plugin):
         if result.admit:
             ctx.checker.forget(uid)  # an admitted PodGroup is never checked again
             # Used from now on, until a snapshot shows its pods on their nodes.
-            ctx.ledger.record(uid, pods, _placement(result, pods, available), now)
+            slots = awaited.slots() if awaited is not None else ()
+            ctx.ledger.record(uid, pods, _placement(result, pods, available), now, slots)
             return SUCCESS
         message = f"node-capacity check {result.state.value}: {result.message}"
         return Status(Code.ADMISSION_HELD, self.name, message)
@@ -81,17 +87,68 @@ class NodeCapacityPlugin(Plugin):
 
 def _reconcile(ssn: Session, ctx: AdmissionContext) -> None:
     """Bring the ledger up to date with the session: the admitted workloads still there (not
-    back to Pending) with their live pods and the nodes they are bound to."""
-    if not ctx.ledger.workloads:
-        return
-    admitted = {}
+    back to Pending) with their live pods, the nodes they are bound to, and whether they
+    still wait to run (Inqueue: a slot whose pod is gone waits for its replacement). Then take
+    up the Inqueue workloads it does not hold: admitted by another scheduler worker, or by
+    this one before it restarted (the PodGroup's phase is the cluster's record of it)."""
+    admitted, missing = {}, []
     for job in [*ssn.jobs.values(), *ssn.skipped_jobs.values()]:
+        if job.phase == PG_PENDING:
+            continue
         uid = workload_uid(job)
-        if uid in ctx.ledger and job.phase != PG_PENDING:
-            admitted[uid] = {
-                t.uid: t.node_name for t in job.tasks.values() if t.status not in _FINISHED
-            }
-    ctx.ledger.reconcile(ctx.snapshot, admitted)
+        if uid in ctx.ledger:
+            tasks = job.tasks.values()
+            live = [
+                LivePod(t.uid, f"{t.namespace}/{t.name}", t.node_name, t.pod)
+                for t in tasks
+                if t.status not in _FINISHED
+            ]
+            finished = {t.uid for t in tasks if t.status in _FINISHED}
+            admitted[uid] = AdmittedNow(live, job.phase == PG_INQUEUE, finished)
+        elif job.phase == PG_INQUEUE and job.uid in ssn.jobs:
+            missing.append((uid, job))
+    if ctx.ledger.workloads:
+        ctx.ledger.reconcile(ctx.snapshot, admitted)
+    if ctx.enabled and ctx.snapshot is not None:
+        for uid, job in missing:
+            _take_up(ssn, ctx, uid, job)
+
+
+def _take_up(ssn: Session, ctx: AdmissionContext, uid: str, job: JobInfo) -> None:
+    """Record an Inqueue workload the ledger does not hold, as if admitted now: its live pods
+    the snapshot does not list, on the nodes they are bound to or else where they fit now,
+    and the pods it still awaits. The placement the admitting process worked out is lost with
+    its memory; one worked out now holds the same room whenever the nodes can still hold it
+    (else its unbound pods count once bound)."""
+    shown = ctx.snapshot.pod_uids() if ctx.snapshot is not None else frozenset()
+    tasks = [
+        t
+        for t in job.tasks.values()
+        if t.status not in _FINISHED and t.uid not in shown and _counts(t.pod)
+    ]
+    awaited = awaited_of(job)
+    if not tasks and awaited is None:
+        return  # nothing the snapshot would count: no evaluation spent on it every cycle
+    unbound = [t.pod for t in tasks if not t.node_name]
+    available = ctx.available(workload=uid)
+    placement: dict[str, str] = {}
+    if available is not None:
+        evaluation = evaluate_with_awaited(
+            unbound, awaited, available, basis="requests", budget_s=_PLACEMENT_BUDGET_S
+        )
+        placement.update(evaluation.placement or {})
+    placement.update({f"{t.namespace}/{t.name}": t.node_name for t in tasks if t.node_name})
+    slots = awaited.slots() if awaited is not None else ()
+    now = as_datetime(ssn.now)
+    ctx.ledger.record(uid, [t.pod for t in tasks], placement, now, slots)
+
+
+def _counts(pod: Mapping[str, Any]) -> bool:
+    """The snapshot would count something for this pod on a node."""
+    try:
+        return bool(counted_demand(pod))
+    except ValueError:  # unreadable: reported on the object, counts nothing
+        return False
 
 
 def _placement(
@@ -124,7 +181,9 @@ def _record(ssn: Session, job: JobInfo, result: CheckResult) -> None:
     """Condition on the PodGroup (merged with the others) and an event when something changed.
 
     A workload admitted without evaluation (not Guaranteed) carries nothing, unless it had been
-    held before: then its condition turns True.
+    held before: then its condition turns True. "Changed" is the PodGroup's word as much as
+    the checker's: a restarted scheduler, or another worker, whose checker meets the workload
+    for the first time does not say again what its condition already says.
     """
     target = job.podgroup
     current = _condition(target) if target is not None else None
@@ -137,7 +196,10 @@ def _record(ssn: Session, job: JobInfo, result: CheckResult) -> None:
     elif _differs(current, result.condition()):
         _set_condition(ssn, job, result.condition())
     event = result.event()
-    if event is not None and target is not None:
+    said = current is not None and all(
+        current.get(k) == result.condition()[k] for k in ("status", "reason")
+    )
+    if event is not None and target is not None and not said:
         ssn.writer.event(target, event["type"], event["reason"], event["message"])
 
 

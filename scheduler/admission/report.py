@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from scheduler.admission.awaited import awaited_of
 from scheduler.admission.check import CONDITION_TYPE
 from scheduler.admission.context import AdmissionContext
 from scheduler.admission.risk import assess_risk
@@ -60,7 +61,10 @@ def workload_risks(
 def _at_risk(job: JobInfo) -> bool:
     if job.phase == PG_PENDING:
         return True
-    return job.phase == PG_INQUEUE and job.count(TaskStatus.RUNNING) < len(job.tasks)
+    if job.phase != PG_INQUEUE:
+        return False
+    # Admitted, and some of its pods are not running yet, or not even created.
+    return job.count(TaskStatus.RUNNING) < max(len(job.tasks), job.min_available)
 
 
 def _cached_or_assessed(
@@ -71,17 +75,21 @@ def _cached_or_assessed(
     if ctx.snapshot is None:
         return None
     versions = tuple(sorted((t.uid, _version(t.pod)) for t in job.tasks.values()))
-    key = (versions, ctx.snapshot.last_check, ctx.ledger.revision, queue_has_room)
+    group = _version(job.podgroup or {})  # its minMember and minResources
+    key = (versions, group, ctx.snapshot.last_check, ctx.ledger.revision, queue_has_room)
     cached = ctx.risk_cache.get(uid)
     if cached is not None and (cached[0] == key or not may_evaluate):
         return _with_current_state(cached[1], ctx, job, uid)
     if not may_evaluate:
         return None
-    snapshot = ctx.available(without=job.tasks.keys())
+    snapshot = ctx.available(without=job.tasks.keys(), workload=uid)
     if snapshot is None:
         return None
     pods = [t.pod for t in job.tasks.values()]
-    risk = assess_risk(pods, snapshot, node_groups=ctx.node_groups, queue_has_room=queue_has_room)
+    risk = assess_risk(
+        pods, snapshot, node_groups=ctx.node_groups, queue_has_room=queue_has_room,
+        awaited=awaited_of(job),
+    )  # fmt: skip
     entry = WorkloadRisk(
         job.namespace, job.name, uid, job.queue, job.phase, risk.risk,
         risk.explanation, None, risk.certain, sorted(job.tasks),

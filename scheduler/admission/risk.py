@@ -1,7 +1,8 @@
 """False-admission risk for the dashboard: will this workload run, and if not, why not?
 
 Works for pending and admitted workloads of any QoS class: pods are sized by their limits
-and, where a resource has no limit, by its request. Pods already bound to a node are skipped
+and, where a resource has no limit, by its request; the pods a PodGroup awaits (created
+before them) by its minResources (``scheduler.admission.awaited``). Pods already bound to a node are skipped
 (a Guaranteed one is already counted in the snapshot). Classes, in the order they are tried:
 
 * ``waiting_for_queue`` — the caller says the queue has no room (evaluation still attached);
@@ -16,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict, evaluate
+from scheduler.admission.awaited import Awaited, evaluate_with_awaited
+from scheduler.admission.evaluator import DEFAULT_BUDGET_S, Evaluation, Verdict
 from scheduler.admission.monitor import CapacitySnapshot
 from scheduler.admission.node_groups import NodeGroup
 from scheduler.api.report import RiskClass
@@ -38,10 +40,18 @@ def assess_risk(
     node_groups: Sequence[NodeGroup] = (),
     queue_has_room: bool = True,
     budget_s: float = DEFAULT_BUDGET_S,
+    awaited: Awaited | None = None,
 ) -> Risk:
-    """Classify one workload; ``pods`` are its pods (bound ones are skipped)."""
+    """Classify one workload; ``pods`` are its pods (bound ones are skipped), ``awaited``
+    the pods its PodGroup needs that do not exist yet (judged on its minResources)."""
     unbound = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
-    now = evaluate(unbound, snapshot, basis="limits_or_requests", budget_s=budget_s)
+
+    def evaluate(on: CapacitySnapshot) -> Evaluation:
+        return evaluate_with_awaited(
+            unbound, awaited, on, basis="limits_or_requests", budget_s=budget_s
+        )
+
+    now = evaluate(snapshot)
     if not queue_has_room:
         text = f"the queue has no room for it yet; on today's nodes: {now.explanation}"
         return Risk(
@@ -51,10 +61,11 @@ def assess_risk(
         return Risk(RiskClass.FITS_NOW, now.explanation, now)
     unknown = now.verdict is Verdict.UNKNOWN
     for groups in _scale_up_options(node_groups):
-        grown = _with_new_nodes(snapshot, groups, len(unbound))
+        count = len(unbound) + (awaited.count if awaited is not None else 0)
+        grown = _with_new_nodes(snapshot, groups, count)
         if grown is None:
             continue
-        scaled = evaluate(unbound, grown, basis="limits_or_requests", budget_s=budget_s)
+        scaled = evaluate(grown)
         unknown |= scaled.verdict is Verdict.UNKNOWN
         if scaled.fits:
             added = _new_nodes_used(scaled, groups)

@@ -8,11 +8,14 @@ refreshes the snapshot itself.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.e2e.admission.flow import (
     GROUP,
     NS,
     VERSION,
     capacity_condition,
+    events_for,
     node_of,
     phase,
     read_podgroup,
@@ -124,3 +127,52 @@ def test_a_gang_admitted_in_the_same_cycle_counts_every_pod(harnesses):
     assert sorted(node_of(h, f"gang-{i}") for i in range(2)) == ["n0", "n1"]
     held(h, "single")
     assert node_of(h, "single") == ""
+
+
+WAIT_GATE = "example.com/wait-for-volumes"  # another controller's gate: not Sluice's to lift
+
+
+def admitted_but_unbound(harnesses):
+    """``first`` (3 of n0's 4 CPU) admitted by the check, its pod held by another
+    controller's gate: Inqueue, not on a node, so no snapshot counts it."""
+    h = harnesses(one_node("4"))
+    h.step(1)
+    workload(h, "first", "3", schedulingGates=[{"name": WAIT_GATE}])
+    h.step(2)
+    assert phase(h, "first") == "Inqueue" and node_of(h, "first") == ""
+    return h
+
+
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_another_scheduler_worker_takes_up_what_the_first_admitted(harnesses, how):
+    # A restarted scheduler, or a second worker taking the cycles, never saw "first" admitted:
+    # it takes it up from the PodGroup's phase (Inqueue), so "second" does not get its room.
+    h = admitted_but_unbound(harnesses)
+    getattr(h, how)()
+    h.attach_admission(node_groups=False)  # the new process's own check; a fresh snapshot
+    assert h.snapshots() is not None and h.service.admission.ledger.workloads == {}
+    workload(h, "second", "3")
+    h.step(2)
+    condition = held(h, "second")  # before: admitted into the snapshot's 4 free CPUs
+    assert "largest free 1 CPU" in condition["message"]
+    assert uid_of(h, "first") in h.service.admission.ledger
+
+    h.core.patch_namespaced_pod("first", NS, {"spec": {"schedulingGates": None}})
+    h.step(3)
+    assert running(h, "first") and node_of(h, "first") == "n0"
+    assert node_of(h, "second") == ""
+
+
+def test_a_new_scheduler_worker_does_not_say_again_what_a_podgroup_condition_says(harnesses):
+    # "second" is held; the worker that takes over meets it for the first time, and holds it
+    # for the same reason: its condition says so already, so no second event.
+    h = admitted_but_unbound(harnesses)
+    workload(h, "second", "3")
+    h.step(2)
+    held(h, "second")
+    h.failover()
+    h.attach_admission(node_groups=False)
+    h.step(2)
+    held(h, "second")
+    reasons = [e.reason for e in events_for(h, "second")]
+    assert reasons.count("InsufficientNodeCapacity") == 1, reasons

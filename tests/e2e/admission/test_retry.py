@@ -25,13 +25,13 @@ from tests.e2e.admission.test_story1 import NODES, SCENARIO
 def evaluations(monkeypatch) -> list[str]:
     """The names of the first pod of every workload the checker evaluates, in order."""
     seen: list[str] = []
-    real = check.evaluate_workload
+    real = check.check_workload
 
-    def counting(pods, snapshot, **kwargs):
+    def counting(pods, awaited, snapshot, **kwargs):
         seen.append(pods[0]["metadata"]["name"] if pods else "")
-        return real(pods, snapshot, **kwargs)
+        return real(pods, awaited, snapshot, **kwargs)
 
-    monkeypatch.setattr(check, "evaluate_workload", counting)
+    monkeypatch.setattr(check, "check_workload", counting)
     return seen
 
 

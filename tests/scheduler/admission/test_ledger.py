@@ -8,7 +8,7 @@ from datetime import timedelta
 from scheduler.admission.check import AdmissionChecker
 from scheduler.admission.context import AdmissionContext
 from scheduler.admission.evaluator import evaluate_workload
-from scheduler.admission.ledger import AdmittedLedger
+from scheduler.admission.ledger import AdmittedLedger, AdmittedNow, LivePod
 from scheduler.admission.monitor import build_snapshot
 from scheduler.api.quantity import GPU
 from scheduler.config import default_config
@@ -29,6 +29,20 @@ def gpod(name, cpu="3", *, group=None, **kwargs):
 
 def free_cpu(snapshot):
     return {n.node_name: n.remaining["cpu"] for n in snapshot.nodes}
+
+
+def live(*pods, waiting=True, finished=()):
+    """An admitted workload as the session sees it: ``pods`` are (uid, node) or pod dicts
+    (bound where their ``spec.nodeName`` says); ``waiting``: still Inqueue."""
+    out = []
+    for p in pods:
+        if isinstance(p, tuple):
+            out.append(LivePod(p[0], "", p[1]))
+        else:
+            meta = p["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
+            out.append(LivePod(meta["uid"], key, p["spec"].get("nodeName") or "", p))
+    return AdmittedNow(out, waiting, set(finished))
 
 
 # -- the ledger alone --------------------------------------------------------------------
@@ -74,7 +88,7 @@ def test_a_pod_leaves_the_ledger_once_a_snapshot_lists_it_and_is_not_counted_twi
     bound = gpod("first", node_name="n0")
     newer = build_snapshot(nodes, [bound], LATER)  # taken after first's pod was bound
     assert free_cpu(newer) == {"n0": 3000}
-    ledger.reconcile(newer, {"pg-first": {"uid-ml-first": "n0"}})
+    ledger.reconcile(newer, {"pg-first": live(("uid-ml-first", "n0"))})
     assert "pg-first" not in ledger
     assert free_cpu(ledger.available(newer)) == {"n0": 3000}  # not 0: counted once
 
@@ -83,7 +97,7 @@ def test_a_pod_the_snapshot_does_not_list_yet_stays_on_the_node_it_is_bound_to()
     snapshot = snapshot_of([node("n0", "4"), node("n1", "4")])
     ledger = AdmittedLedger()
     ledger.record("pg-first", [gpod("first")], {"ml/first": "n0"}, T0)
-    ledger.reconcile(snapshot, {"pg-first": {"uid-ml-first": "n1"}})  # the scheduler chose n1
+    ledger.reconcile(snapshot, {"pg-first": live(("uid-ml-first", "n1"))})  # the scheduler chose n1
     assert free_cpu(ledger.available(snapshot)) == {"n0": 4000, "n1": 1000}
 
 
@@ -93,7 +107,7 @@ def test_a_gang_leaves_pod_by_pod_as_the_snapshot_shows_them():
     pods = [gpod(f"g-{i}", group="g") for i in range(2)]
     ledger.record("pg-g", pods, {"ml/g-0": "n0", "ml/g-1": "n1"}, T0)
     newer = build_snapshot(nodes, [gpod("g-0", group="g", node_name="n0")], LATER)
-    ledger.reconcile(newer, {"pg-g": {"uid-ml-g-0": "n0", "uid-ml-g-1": "n1"}})
+    ledger.reconcile(newer, {"pg-g": live(("uid-ml-g-0", "n0"), ("uid-ml-g-1", "n1"))})
     assert free_cpu(ledger.available(newer)) == {"n0": 1000, "n1": 1000}  # g-0 once, g-1 here
     assert set(ledger.workloads["pg-g"].pods) == {"uid-ml-g-1"}
 
@@ -106,7 +120,8 @@ def test_gone_unadmitted_or_finished_workloads_and_pods_leave_the_ledger():
     assert free_cpu(ledger.available(snapshot)) == {"n0": 4000}
     # The caller maps the admitted workloads still there to their live pods: "gone" was
     # deleted, "pending" is back to Pending, "finished"'s pod succeeded (not live).
-    ledger.reconcile(snapshot, {"pg-finished": {}, "pg-kept": {"uid-ml-kept": ""}})
+    finished = live(finished=["uid-ml-finished"])
+    ledger.reconcile(snapshot, {"pg-finished": finished, "pg-kept": live(("uid-ml-kept", ""))})
     assert set(ledger.workloads) == {"pg-kept"}
     assert free_cpu(ledger.available(snapshot)) == {"n0": 13000}
 
@@ -128,8 +143,70 @@ def test_a_pod_without_a_known_node_counts_once_it_is_bound():
     ledger = AdmittedLedger()
     ledger.record("pg-first", [gpod("first")], None, T0)  # e.g. admitted undecided
     assert ledger.available(snapshot) is snapshot
-    ledger.reconcile(snapshot, {"pg-first": {"uid-ml-first": "n0"}})
+    ledger.reconcile(snapshot, {"pg-first": live(("uid-ml-first", "n0"))})
     assert free_cpu(ledger.available(snapshot)) == {"n0": 1000}
+
+
+def test_a_pod_recreated_under_its_name_takes_up_its_slot_with_its_own_demand():
+    snapshot = snapshot_of([node("n0", "4")])
+    ledger = AdmittedLedger()
+    ledger.record("pg-first", [gpod("first")], {"ml/first": "n0"}, T0)
+    ledger.reconcile(snapshot, {"pg-first": live()})  # deleted; the workload is still Inqueue
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 1000}  # its room is kept
+    again = gpod("first", "2", uid="uid-again")  # the same name, a new uid (and shape)
+    ledger.reconcile(snapshot, {"pg-first": live(again)})
+    assert set(ledger.workloads["pg-first"].pods) == {"uid-again"}
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 2000}
+    assert free_cpu(ledger.available(snapshot, without=["uid-again"])) == {"n0": 4000}
+
+
+def test_a_replacement_under_another_name_takes_up_the_empty_slot():
+    snapshot = snapshot_of([node("n0", "8")])
+    ledger = AdmittedLedger()
+    pods = [gpod("job-a", group="job"), gpod("job-b", group="job")]
+    ledger.record("pg-job", pods, {"ml/job-a": "n0", "ml/job-b": "n0"}, T0)
+    kept = ("uid-ml-job-b", "")
+    replacement = gpod("job-x7k2", group="job")  # a Job's replacement: a generated name
+    ledger.reconcile(snapshot, {"pg-job": live(kept, replacement)})
+    slots = ledger.workloads["pg-job"].slots
+    assert [(s.uid, s.key) for s in slots] == [
+        ("uid-ml-job-x7k2", "ml/job-x7k2"),
+        ("uid-ml-job-b", "ml/job-b"),
+    ]
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 2000}
+    extra = gpod("job-extra", group="job")  # more pods than it was admitted for: not counted
+    ledger.reconcile(snapshot, {"pg-job": live(kept, replacement, extra)})
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 2000}
+
+
+def test_an_empty_slot_goes_once_the_workload_runs_and_a_finished_pods_slot_at_once():
+    snapshot = snapshot_of([node("n0", "16")])
+    ledger = AdmittedLedger()
+    pods = [gpod(f"g-{i}", group="g") for i in range(3)]
+    ledger.record("pg-g", pods, {f"ml/g-{i}": "n0" for i in range(3)}, T0)
+    ledger.reconcile(snapshot, {"pg-g": live(("uid-ml-g-1", ""), finished=["uid-ml-g-2"])})
+    assert [s.uid for s in ledger.workloads["pg-g"].slots] == ["", "uid-ml-g-1"]
+    ledger.reconcile(snapshot, {"pg-g": live(("uid-ml-g-1", ""), waiting=False)})  # Running
+    assert [s.uid for s in ledger.workloads["pg-g"].slots] == ["uid-ml-g-1"]
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 13000}
+
+
+def test_the_pods_of_a_podgroup_admitted_before_them_take_up_its_awaited_slots():
+    nodes = [node("n0", "8")]
+    snapshot = snapshot_of(nodes)
+    ledger = AdmittedLedger()
+    shapes = [("ml/job#0", {"cpu": 3000, "pods": 1}), ("ml/job#1", {"cpu": 3000, "pods": 1})]
+    ledger.record("pg-job", [], {"ml/job#0": "n0", "ml/job#1": "n0"}, T0, shapes)
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 2000}
+    first = gpod("job-0", "2", group="job", node_name="n0")
+    ledger.reconcile(snapshot, {"pg-job": live(first)})
+    slots = ledger.workloads["pg-job"].slots
+    assert [(s.uid, s.demand["cpu"]) for s in slots] == [("uid-ml-job-0", 2000), ("", 3000)]
+    assert free_cpu(ledger.available(snapshot)) == {"n0": 3000}
+    newer = build_snapshot(nodes, [first], LATER)  # lists job-0 on n0: its slot goes
+    ledger.reconcile(newer, {"pg-job": live(first)})
+    assert [s.uid for s in ledger.workloads["pg-job"].slots] == [""]
+    assert free_cpu(ledger.available(newer)) == {"n0": 3000}
 
 
 def test_a_new_snapshot_replaces_the_derived_one():
