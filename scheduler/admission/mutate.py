@@ -48,26 +48,64 @@ def _escape(key: str) -> str:
 def _require(mapping: object, key: str, path: str, kind: type) -> Any:
     if not isinstance(mapping, dict) or not isinstance(mapping.get(key), kind):
         field = f"{path}.{key}" if path else key
-        raise ReviewError(f"AdmissionReview: {field} must be {kind.__name__}")
+        raise ReviewError(
+            f"AdmissionReview: {field} must be {_KIND_NAMES.get(kind, kind.__name__)}"
+        )
     return mapping[key]
 
 
+_KIND_NAMES = {dict: "an object", str: "a string", list: "a list", bool: "a boolean"}
+
+# The AdmissionRequest fields this webhook reads, with their types in admission.k8s.io/v1
+# (k8s.io/api/admission/v1 types.go): a field of another type is no AdmissionReview that
+# kube-apiserver sends, and its decoder would refuse it.
+_OPTIONAL_REQUEST_FIELDS: tuple[tuple[str, type], ...] = (
+    ("kind", dict),
+    ("namespace", str),
+    ("name", str),
+    ("operation", str),
+)
+_GROUP_VERSION_KIND = ("group", "version", "kind")
+
+
 def parse_review(body: bytes) -> dict:
-    """The review's ``request``; raises ReviewError naming the field that is wrong."""
+    """The review's ``request``; raises ReviewError naming the field that is wrong.
+
+    Any body at all either parses or raises ReviewError: not JSON, not UTF-8, nested deeper
+    than the parser goes, an integer past Python's digit limit, or an envelope field of the
+    wrong type."""
     try:
         review = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise ReviewError("AdmissionReview: body is not JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
         raise ReviewError(f"AdmissionReview: body is not JSON: {exc}") from None
     if not isinstance(review, dict):
         raise ReviewError("AdmissionReview: body must be a JSON object")
-    if review.get("apiVersion") != ADMISSION_API_VERSION or review.get("kind") != "AdmissionReview":
+    api_version, kind = review.get("apiVersion"), review.get("kind")
+    if api_version != ADMISSION_API_VERSION or kind != "AdmissionReview":
         raise ReviewError(
             f"AdmissionReview: apiVersion/kind must be {ADMISSION_API_VERSION}/AdmissionReview, "
-            f"got {review.get('apiVersion')!r}/{review.get('kind')!r}"
+            f"got {_short(api_version)}/{_short(kind)}"
         )
     request = _require(review, "request", "", dict)
     _require(request, "uid", "request", str)
+    for key, kind_of in _OPTIONAL_REQUEST_FIELDS:
+        if request.get(key) is not None:
+            _require(request, key, "request", kind_of)
+    gvk = request.get("kind") or {}
+    for key in _GROUP_VERSION_KIND:
+        if gvk.get(key) is not None:
+            _require(gvk, key, "request.kind", str)
+    if request.get("object") is not None:
+        _require(request, "object", "request", dict)
     return request
+
+
+def _short(value: object) -> str:
+    """A value quoted in a message, cut so that a huge body does not come back whole."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def pod_mutation(
@@ -130,7 +168,12 @@ def review_response(
     scheduler_names: frozenset[str],
     namespace_opted_in: Callable[[str], bool],
 ) -> dict:
-    """The AdmissionReview answer: always allowed, with a patch for opted-in pods of ours."""
+    """The AdmissionReview answer: always allowed, with a patch for opted-in pods of ours.
+
+    A pod whose fields this webhook reads have the wrong type (kube-apiserver decodes a pod
+    before calling webhooks, so only a hand-made review carries one) is let through untouched,
+    with a warning naming the field, as any other failure of ours: the webhook never blocks
+    a pod."""
     response: dict = {"uid": request["uid"], "allowed": True}
     pod = request.get("object")
     if (
@@ -138,16 +181,59 @@ def review_response(
         and _is_pod(request)
         and isinstance(pod, dict)
     ):
-        mutation = _safe_mutation(request, pod, scheduler_names, namespace_opted_in)
+        problem = pod_problem(pod)
+        if problem is not None:
+            log.warning(
+                "admitting pod without the gate: request.object.%s",
+                problem,
+                extra={"object": "pod", "uid": request["uid"]},
+            )
+            response["warnings"] = [f"{UNREAD_WARNING}: request.object.{problem}"]
+            mutation = None
+        else:
+            mutation = _safe_mutation(request, pod, scheduler_names, namespace_opted_in)
         if mutation:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(json.dumps(mutation.patch).encode()).decode()
     return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
+UNREAD_WARNING = "sluice: pod not gated"
+
+
+def pod_problem(pod: dict) -> str | None:
+    """The first field the mutation reads whose type is not the Pod schema's, as
+    ``field must be ...``; None when every one of them reads."""
+    checks: list[tuple[object, str, type]] = [
+        (pod.get("metadata"), "metadata", dict),
+        (pod.get("spec"), "spec", dict),
+    ]
+    for value, field, kind in checks:
+        if value is not None and not isinstance(value, kind):
+            return f"{field} must be {_KIND_NAMES[kind]}"
+    meta = pod.get("metadata") or {}
+    for key in ("name", "generateName", "namespace"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            return f"metadata.{key} must be a string"
+    if meta.get("annotations") is not None and not isinstance(meta["annotations"], dict):
+        return "metadata.annotations must be an object"
+    spec = pod.get("spec") or {}
+    for key in ("schedulerName", "nodeName"):
+        if spec.get(key) is not None and not isinstance(spec[key], str):
+            return f"spec.{key} must be a string"
+    gates = spec.get("schedulingGates")
+    if gates is not None:
+        if not isinstance(gates, list):
+            return "spec.schedulingGates must be a list"
+        for i, gate in enumerate(gates):
+            if not isinstance(gate, dict) or not isinstance(gate.get("name"), str):
+                return f"spec.schedulingGates[{i}].name must be a string"
+    return None
+
+
 def _is_pod(request: dict) -> bool:
     kind = request.get("kind") or {}
-    return kind.get("kind", "Pod") == "Pod" and kind.get("group", "") == ""
+    return kind.get("kind", "Pod") == "Pod" and kind.get("group", "") in ("", None)
 
 
 def _safe_mutation(
@@ -157,10 +243,9 @@ def _safe_mutation(
     namespace_opted_in: Callable[[str], bool],
 ) -> Mutation | None:
     """Any failure of ours lets the pod through unpatched, and says why in the log."""
-    namespace = request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or ""
-    name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get(
-        "generateName", ""
-    )
+    meta = pod.get("metadata") or {}
+    namespace = request.get("namespace") or meta.get("namespace") or ""
+    name = meta.get("name") or meta.get("generateName") or ""
     obj = f"pod {namespace}/{name}"
     try:
         labelled = _namespace_label_applies(pod, namespace, scheduler_names, namespace_opted_in)

@@ -173,13 +173,13 @@ def test_updates_are_not_mutated(client, labelled_namespaces):
         (json.dumps({"apiVersion": "v1", "kind": "Pod"}).encode(), "apiVersion/kind must be"),
         (
             json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(),
-            "request must be dict",
+            "request must be an object",
         ),
         (
             json.dumps(
                 {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}
             ).encode(),
-            "request.uid must be str",
+            "request.uid must be a string",
         ),
     ],
 )
