@@ -11,13 +11,14 @@ import logging
 import threading
 import time
 
-from celery import shared_task
+from celery import current_task, shared_task
 from django.conf import settings
 from kubernetes.config import ConfigException
 
 from dashboard import kube
 from dashboard.health import broker_client
 from dashboard.services import gate_stats
+from dashboard.services.heartbeat import LeaderHeartbeat, worker_identity
 from dashboard.services.locking import run_exclusively
 from dashboard.tasks.admission import (
     scheduler_admission,
@@ -75,7 +76,11 @@ def reset_scheduler_service() -> None:
 )
 def run_cycle() -> dict | None:
     """One cycle if no other worker is running one; the report is stored asynchronously and
-    its summary returned (None when no cycle ran)."""
+    its summary returned (None when no cycle ran). The worker that runs it beats as the
+    scheduler leader (``dashboard.services.heartbeat``: what /healthz/scheduler reads)."""
+    client = broker_client()
+    hostname = current_task.request.hostname if current_task else None  # the worker's node
+    leader = LeaderHeartbeat(client, worker_identity(hostname), settings.SLUICE_CYCLE_PERIOD)
     try:
         service = scheduler_service()
     except ConfigError as exc:
@@ -86,14 +91,21 @@ def run_cycle() -> dict | None:
         report = CycleReport.failed(time.time(), 0.0, mode, exc)
         report.config = ConfigInForce(source="", actions=[], tiers=[], text="", error=str(exc))
         store_cycle_report(report.to_json())  # here: the broker may be what is missing too
+        leader.failed(report.failure)
         return None
     except (RuntimeError, TimeoutError, OSError, ConfigException) as exc:
         # No cluster yet (the simulation is still starting) or unreachable: try next period.
         log.warning("no cycle: %s", exc, extra={"object": "cluster"})
+        leader.failed(f"no cycle: {exc}")
         return None
-    ran, report = run_exclusively(
-        broker_client(), service.run_once, ttl=settings.SLUICE_CYCLE_LOCK_TTL
-    )
+
+    def leading_cycle() -> CycleReport:
+        with leader.cycle() as outcome:
+            report = service.run_once()
+            outcome.error = report.failure
+        return report
+
+    ran, report = run_exclusively(client, leading_cycle, ttl=settings.SLUICE_CYCLE_LOCK_TTL)
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)

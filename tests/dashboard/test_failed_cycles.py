@@ -1,4 +1,4 @@
-"""A cycle that fails is stored and said — on the Scheduler page, on every page, in /healthz —
+"""A cycle that fails is stored and said — on the Scheduler page, on every page —
 instead of the dashboard going quiet and blaming the worker or the cluster (Part 10, item 14:
 104 cycles in a row failed with no error anywhere). Objects Sluice cannot use are listed on
 the Scheduler page and their pods on the Pods page, with the field."""
@@ -31,11 +31,6 @@ def no_cluster(settings, tmp_path):
     kube.api_client.cache_clear()
     yield
     kube.api_client.cache_clear()
-
-
-@pytest.fixture
-def broker(settings, redis_url):
-    settings.CELERY_BROKER_URL = redis_url
 
 
 def failed(at: float) -> dict:
@@ -111,33 +106,6 @@ def test_no_failure_no_alert(client):
     store_cycle_report(good(time.time()))
 
     assert "Scheduling cycles are failing" not in client.get("/").content.decode()
-
-
-def test_healthz_reports_failing_cycles(client, broker):
-    now = time.time()
-    store_cycle_report(good(now - 2))
-    store_cycle_report(failed(now - 1))
-    store_cycle_report(failed(now))
-
-    response = client.get("/healthz")
-
-    assert response.status_code == 200  # the web server and the webhook still work
-    body = response.json()
-    assert body["status"] == "degraded"
-    scheduler = body["scheduler"]
-    assert scheduler["failing"] is True and scheduler["error"] == ERROR
-    assert scheduler["failed_cycles_in_a_row"] == 2
-    assert scheduler["last_success_at"] is not None
-
-
-def test_healthz_is_ok_again_after_a_good_cycle(client, broker):
-    store_cycle_report(failed(time.time() - 1))
-    store_cycle_report(good(time.time()))
-
-    body = client.get("/healthz").json()
-
-    assert body["status"] == "ok"
-    assert body["scheduler"]["failing"] is False and body["scheduler"]["latest_cycle_at"]
 
 
 def invalid_report(at: float) -> dict:

@@ -1,5 +1,5 @@
 """The `make run` process tree for real: embedded Redis, web, both workers and beat come up,
-/healthz says so, and Ctrl-C leaves no process behind."""
+/healthz/ready and /healthz/scheduler say so, and Ctrl-C leaves no process behind."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ def processes_with_environment(marker: str) -> list[int]:
     return found
 
 
-def fetch_health(port: int) -> dict | None:
+def fetch_health(port: int, path: str = "/healthz/scheduler") -> dict | None:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=3) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=3) as response:
             return json.load(response)
     except urllib.error.HTTPError as exc:
         return json.load(exc)
@@ -93,8 +93,9 @@ def test_make_run_processes_come_up_and_ctrl_c_stops_them_all(tmp_path, free_por
         health = poll(everything_up, timeout=90, interval=0.5)
         log = (tmp_path / "run.log").read_text()
         assert health, f"workers never connected; log:\n{log[-3000:]}"
-        assert health["database"]["reachable"] and health["broker"]["reachable"]
         assert set(health["workers"]["queues"]) == {"scheduler", "gates", "default"}
+        assert fetch_health(free_port, "/healthz/ready")["status"] == "ready"
+        assert fetch_health(free_port, "/healthz") == {"status": "ok"}
         assert "Log in as 'admin'" in log
         assert (run_dir / "admin_password").exists()
         assert poll(lambda: fetch_health(free_port)["beat"]["alive"], timeout=40, interval=0.5), (
@@ -104,6 +105,8 @@ def test_make_run_processes_come_up_and_ctrl_c_stops_them_all(tmp_path, free_por
         log = (tmp_path / "run.log").read_text()
         assert pods, f"the scheduler bound no pod of the demo scenario; log:\n{log[-3000:]}"
         assert "cycle done" in log
+        up = poll(lambda: fetch_health(free_port)["status"] == "up", timeout=30, interval=0.5)
+        assert up, fetch_health(free_port)
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=30)
