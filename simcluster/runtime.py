@@ -59,6 +59,8 @@ class Simulation:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Called after every round, outside the lock (``--state`` records ``progress()``).
+        self.on_step: Callable[[], None] | None = None
 
     # -- one round ---------------------------------------------------------------------------
 
@@ -84,6 +86,8 @@ class Simulation:
             if self.autoscaler is not None:
                 self.autoscaler.tick(now)
             self.ledger.observe(self.store, now)
+        if self.on_step is not None:
+            self.on_step()
 
     def _arrive(self, now: float) -> None:
         arrivals = self.scenario.arrivals if self.scenario else []
@@ -117,6 +121,42 @@ class Simulation:
                 "scale_downs": [r.to_dict() for r in self.ledger.scale_downs],
                 "errors": list(self.errors),
             }
+
+    def progress(self) -> dict:
+        """What the store does not hold, as plain data (``--state``): how far the scenario's
+        arrivals have come, the autoscaler's launches in flight and its ledger. The
+        autoscalers' own timers are left out: they start afresh, as a restarted Cluster
+        Autoscaler's do."""
+        with self._lock:
+            return {
+                "scenario": self.scenario.name if self.scenario else None,
+                "startedAt": self.started_at,
+                "nextArrival": self._next_arrival,
+                "launches": self.autoscaler.launches_state() if self.autoscaler else [],
+                "ledger": self.ledger.state(),
+            }
+
+    def resume(self, progress: dict) -> None:
+        """Take up ``progress()`` from an earlier run, before ``start``. The scenario goes on
+        where it was (a pod it created and that was deleted since is not created again); the
+        progress of another scenario is not taken up (this one starts, next to the objects
+        restored)."""
+        with self._lock:
+            self.ledger.restore(progress.get("ledger") or {})
+            if self.autoscaler is not None:
+                self.autoscaler.resume_launches(progress.get("launches") or [])
+            name = self.scenario.name if self.scenario else None
+            if progress.get("scenario") != name:
+                log.warning(
+                    "restored state is of scenario %s, not %s: %s starts from its beginning",
+                    progress.get("scenario"),
+                    name,
+                    name,
+                )
+                return
+            if progress.get("startedAt") is not None:
+                self.started_at = float(progress["startedAt"])
+                self._next_arrival = int(progress.get("nextArrival") or 0)
 
     def arrivals_left(self) -> int:
         return len(self.scenario.arrivals) - self._next_arrival if self.scenario else 0

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
@@ -20,7 +19,9 @@ from simcluster.api.cluster import Cluster
 from simcluster.api.errors import ApiError
 from simcluster.api.server import ApiServer
 from simcluster.api.webhook import Webhook
+from simcluster.bootstrap import ensure_system_namespace
 from simcluster.catalog import resolve
+from simcluster.persistence import Journal, SavedState, read_state
 from simcluster.runtime import Simulation
 from simcluster.store import AlreadyExists, Store
 
@@ -50,26 +51,32 @@ class SimCluster:
     server: ApiServer
     simulation: Simulation
     options: SimClusterOptions
+    journal: Journal | None = None  # keeps ``--state`` current (simcluster.persistence)
+    restored: SavedState | None = None
 
     def stop(self) -> None:
-        """Stop the simulation and the server, then save ``--state`` if asked."""
+        """Stop the simulation and the server, then write ``--state``'s last snapshot."""
         self.simulation.stop()
         self.server.stop()
-        if self.options.state:
-            save_state(self.store, self.options.state)
+        if self.journal is not None:
+            self.journal.close()
 
 
 def build(options: SimClusterOptions) -> SimCluster:
-    clock = WallClock(options.speed)
+    """The cluster, restored from ``--state`` when the file exists and journaled into it from
+    ``start_journal`` on (``serve`` does both)."""
+    restored = read_state(options.state) if options.state else None
+    clock = restored.clock_at(options.speed) if restored else WallClock(options.speed)
     store = Store(clock.now)
-    if options.state and Path(options.state).is_file():
-        store.load(json.loads(Path(options.state).read_text()))
+    if restored is not None:
+        store.load(restored.store)
     webhook = None
     if options.webhook_url:
         webhook = Webhook(
             options.webhook_url, options.webhook_failure_policy, options.webhook_timeout
         )
     cluster = Cluster(store, clock.now, webhook)
+    ensure_system_namespace(store)  # kept from a restored state: the cluster's identity
     simulation = Simulation(
         store,
         clock,
@@ -77,8 +84,21 @@ def build(options: SimClusterOptions) -> SimCluster:
         autoscaler=options.autoscaler,
         scenario=resolve(options.scenario),
     )
+    if restored is not None and restored.simulation:
+        simulation.resume(restored.simulation)
     server = ApiServer(cluster, host=options.host, port=options.port)
-    return SimCluster(store, cluster, server, simulation, options)
+    return SimCluster(store, cluster, server, simulation, options, restored=restored)
+
+
+def start_journal(sim: SimCluster) -> Journal | None:
+    """From now on every change reaches ``--state`` before the API answers (a snapshot first)."""
+    if not sim.options.state:
+        return None
+    clock = sim.simulation.clock
+    assert isinstance(clock, WallClock)
+    sim.journal = Journal(sim.options.state, sim.store, clock, sim.simulation.progress).start()
+    sim.simulation.on_step = sim.journal.record_progress
+    return sim.journal
 
 
 def scenario_pod_creator(cluster: Cluster) -> Callable[[dict], dict]:
@@ -98,6 +118,13 @@ def scenario_pod_creator(cluster: Cluster) -> Callable[[dict], dict]:
 def serve(options: SimClusterOptions, announce: Callable[[str], None] = print) -> None:
     """Run until SIGINT (Ctrl-C) or SIGTERM, then shut down cleanly and save state."""
     sim = build(options)
+    if sim.restored is not None:
+        counts = ", ".join(
+            f"{sim.restored.count(kind)} {kind}"
+            for kind in ("nodes", "pods", "queues", "podgroups")
+        )
+        announce(f"Restored the simulated cluster from {options.state}: {counts}")
+    start_journal(sim)
     sim.server.start()
     sim.simulation.start()
     path = sim.server.write_kubeconfig(options.kubeconfig, clock=sim.simulation.clock.describe())
@@ -125,12 +152,3 @@ def write_node_groups(simulation: Simulation, path: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(dump_node_groups(g.described() for g in groups))
     return target
-
-
-def save_state(store: Store, path: str) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_suffix(target.suffix + ".tmp")
-    temporary.write_text(json.dumps(store.dump()))
-    temporary.replace(target)
-    log.info("saved the simulated cluster's state to %s", target)

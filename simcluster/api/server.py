@@ -22,6 +22,7 @@ from scheduler.api.labels import CLOCK_EXTENSION
 from simcluster.api.cluster import Cluster
 from simcluster.api.errors import ApiError, bad_request, status_object
 from simcluster.api.requests import RequestContext, dispatch
+from simcluster.faults import Faults
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -34,6 +35,7 @@ class ApiServer:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"the simulated API server binds loopback only, not {host!r}")
         self.cluster = cluster
+        self.faults: Faults | None = None  # seeded faults (simcluster.faults), off by default
         self.stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -57,7 +59,8 @@ class ApiServer:
 
     def stop(self) -> None:
         self.stopping.set()
-        self._httpd.shutdown()
+        if self._thread is not None:  # shutdown() waits for serve_forever, which may never run
+            self._httpd.shutdown()
         with self._lock:
             for connection in self._connections:
                 with contextlib.suppress(OSError):
@@ -173,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
                 server_url=self.api.url,
                 stopping=self.api.stopping,
             )
-            code, payload = dispatch(self.api.cluster, context)
+            code, payload = dispatch(self.api.cluster, context, self.api.faults)
         except ApiError as error:
             code, payload = error.code, error.status()
         except Exception as error:  # a bug must not take the server down

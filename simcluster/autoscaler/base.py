@@ -95,6 +95,35 @@ class AutoscalerBase:
                 component=self.name,
             )
 
+    # -- state (``--state``) ---------------------------------------------------------------------
+
+    def launches_state(self) -> list[dict]:
+        """Nodes still being provisioned, as plain data: the cloud goes on provisioning them
+        while the simulated cluster restarts. ``scaleUp`` indexes the ledger's scale-ups."""
+        index = {id(r): i for i, r in enumerate(self.ledger.scale_ups)}
+        return [
+            {
+                "readyAt": x.ready_at,
+                "group": x.group.name,
+                "node": x.node,
+                "scaleUp": index.get(id(x.record)),
+            }
+            for x in self.launching
+        ]
+
+    def resume_launches(self, launches: list[dict]) -> None:
+        """Take up ``launches_state()`` (after the ledger is restored); a launch of a node group
+        the scenario no longer has is dropped."""
+        self.launching = []
+        for item in launches:
+            group = self.groups.get(item.get("group", ""))
+            position = item.get("scaleUp")
+            if group is None or position is None or position >= len(self.ledger.scale_ups):
+                log.warning("dropping a restored launch of node group %s", item.get("group"))
+                continue
+            record = self.ledger.scale_ups[position]
+            self.launching.append(Launch(float(item["readyAt"]), group, item["node"], record))
+
     # -- scale-down ----------------------------------------------------------------------------
 
     def remove_node(self, now: float, node: dict, reason: str) -> None:

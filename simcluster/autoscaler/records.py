@@ -162,6 +162,24 @@ class Ledger:
             r for r in self.scale_ups if r.node_ready_at is not None and r.node_removed_at is None
         ]
 
+    def state(self) -> dict:
+        """Everything this ledger knows, as plain data (``--state``; see ``restore``)."""
+        return {
+            "scaleUps": [asdict(r) for r in self.scale_ups],
+            "scaleDowns": [asdict(r) for r in self.scale_downs],
+            "lastObserved": self._last_observed,
+            "empty": sorted(self._empty),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.scale_ups = [
+            ScaleUp(**{**r, "pods": [TriggeringPod(**p) for p in r["pods"]]})
+            for r in state.get("scaleUps") or []
+        ]
+        self.scale_downs = [ScaleDown(**r) for r in state.get("scaleDowns") or []]
+        self._last_observed = state.get("lastObserved")
+        self._empty = set(state.get("empty") or [])
+
     def summary(self) -> dict:
         return {
             "scale_ups": len(self.scale_ups),

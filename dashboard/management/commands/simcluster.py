@@ -22,7 +22,12 @@ class Command(BaseCommand):
         parser.add_argument("--webhook-failure-policy", choices=["Fail", "Ignore"], default="Fail")
         parser.add_argument("--webhook-timeout", type=float, default=10.0, help="seconds")
         parser.add_argument("--autoscaler", choices=AUTOSCALERS, default="none")
-        parser.add_argument("--state", default="", help="load on start, save on shutdown")
+        parser.add_argument(
+            "--state",
+            default="",
+            help="keep the cluster in this file (snapshot + FILE.journal): restored on start, "
+            "every change journaled before the API answers",
+        )
         parser.add_argument(
             "--node-groups-file",
             default="",
