@@ -83,6 +83,9 @@ class Cluster:
         resource = resource_for(plural)
         obj = _checked_body(resource, obj)
         validation.validate_quantities_decode(resource, obj)
+        validation.validate_binary_data_decode(resource, obj)
+        if plural == "priorityclasses":
+            priority.decode_priority_class(obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             namespace = _request_namespace(namespace, meta)
@@ -107,11 +110,13 @@ class Cluster:
             validation.validate_name(resource, obj)
             _default_status(plural, obj)
         if plural == "priorityclasses":
-            priority.validate_priority_class(obj, self.store)
+            priority.validate_priority_class(obj)
         if plural == "configmaps":
             validation.validate_config_map(obj)
         validation.validate_custom_quantities(resource, obj)
-        validation.validate_labels(resource.kind, obj)
+        validation.validate_labels(resource, obj)
+        if plural == "priorityclasses":  # validating admission, after validation
+            priority.admit_priority_class(obj, self.store, update=False)
         try:
             return self.store.create(plural, obj)
         except StoreError as error:
@@ -203,6 +208,9 @@ class Cluster:
             raise ApiError(405, f"{subresource} does not support update or patch")
         else:
             validation.validate_quantities_decode(resource, new)
+            validation.validate_binary_data_decode(resource, new)
+            if resource.plural == "priorityclasses":
+                priority.decode_priority_class(new)
             if resource.plural != "events" and "status" in current:
                 new["status"] = current["status"]
             for field in SERVER_MANAGED_META:
@@ -212,7 +220,10 @@ class Cluster:
             if resource.plural == "configmaps":
                 validation.validate_config_map(new)
             validation.validate_custom_quantities(resource, new, current)
-            validation.validate_labels(resource.kind, new)
+            validation.validate_labels(resource, new)
+            if resource.plural == "priorityclasses":
+                priority.validate_priority_class_update(current, new)
+                priority.admit_priority_class(new, self.store, update=True)
         if resource.plural == "poddisruptionbudgets":
             poddisruptionbudgets.prepare_update(current, new, subresource)
         return new
@@ -249,6 +260,8 @@ class Cluster:
 
     def delete(self, plural: str, namespace: str, name: str, options: dict | None = None) -> dict:
         resource_for(plural)
+        if plural == "priorityclasses":
+            priority.check_delete(name)
         options = options or {}
         current = self.get(plural, namespace, name)
         _check_preconditions(plural, current, options.get("preconditions") or {})

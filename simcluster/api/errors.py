@@ -60,18 +60,29 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, message)
 
 
-def invalid(kind: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
-    """422 Invalid; ``causes`` are ``(field, cause reason, message)`` triples."""
-    summary = ", ".join(f"{field}: {message}" for field, _, message in causes)
+def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str = "") -> ApiError:
+    """422 Invalid, as ``errors.NewInvalid``; ``causes`` are ``(field, cause reason, message)``
+    triples. Several are summed up as Go prints an aggregate: ``[a, b]``, repeats once."""
+    messages = list(dict.fromkeys(f"{field}: {message}" for field, _, message in causes))
+    summary = messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
     details = {
         "name": name,
+        **({"group": group} if group else {}),
         "kind": kind,
         "causes": [
             {"reason": reason, "message": message, "field": field}
             for field, reason, message in causes
         ],
     }
-    return ApiError(422, f'{kind} "{name}" is invalid: {summary}', details=details)
+    qualified_kind = f"{kind}.{group}" if group else kind
+    return ApiError(422, f'{qualified_kind} "{name}" is invalid: {summary}', details=details)
+
+
+def forbidden(plural: str, name: str, reason: str) -> ApiError:
+    """403, as ``errors.NewForbidden`` (and admission's ``NewForbidden``) words it."""
+    group = RESOURCES[plural].group
+    details = {"name": name, **({"group": group} if group else {}), "kind": plural}
+    return ApiError(403, f'{qualified(plural)} "{name}" is forbidden: {reason}', details=details)
 
 
 def forbidden_field(field: str, message: str) -> tuple[str, str, str]:
@@ -84,6 +95,22 @@ def invalid_field(field: str, value: object, message: str) -> tuple[str, str, st
 
 def required_field(field: str) -> tuple[str, str, str]:
     return field, "FieldValueRequired", "Required value"
+
+
+def unsupported_field(
+    field: str, value: object, supported: tuple[str, ...]
+) -> tuple[str, str, str]:
+    listed = ", ".join(f'"{v}"' for v in supported)
+    return (
+        field,
+        "FieldValueNotSupported",
+        f"Unsupported value: {_quote(value)}: supported values: {listed}",
+    )
+
+
+def too_long_field(field: str, limit: int) -> tuple[str, str, str]:
+    """``field.TooLong`` (apimachinery v0.32): the value itself is never shown."""
+    return field, "FieldValueTooLong", f"Too long: may not be more than {limit} bytes"
 
 
 def _quote(value: object) -> str:

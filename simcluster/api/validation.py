@@ -6,6 +6,7 @@ what a real cluster would tell it.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 from decimal import Decimal
@@ -20,6 +21,7 @@ from simcluster.api.errors import (
     invalid,
     invalid_field,
     required_field,
+    too_long_field,
 )
 from simcluster.api.resources import Resource
 
@@ -47,7 +49,7 @@ MUTABLE_POD_SPEC = ("schedulingGates", "activeDeadlineSeconds", "tolerations")
 def validate_name(resource: Resource, obj: dict) -> None:
     name = obj["metadata"].get("name") or ""
     if not name:
-        raise invalid(resource.kind, name, [required_field("metadata.name")])
+        raise invalid(resource.kind, name, [required_field("metadata.name")], resource.group)
     if resource.plural == "namespaces":
         pattern, message, limit = DNS1123_LABEL, LABEL_MESSAGE, 63
     else:
@@ -56,16 +58,22 @@ def validate_name(resource: Resource, obj: dict) -> None:
         message = f"must be no more than {limit} characters"
     elif re.fullmatch(pattern, name):
         return
-    raise invalid(resource.kind, name, [invalid_field("metadata.name", name, message)])
+    cause = invalid_field("metadata.name", name, message)
+    raise invalid(resource.kind, name, [cause], resource.group)
 
 
 CONFIG_KEY = r"[-._a-zA-Z0-9]+"
+MAX_CONFIG_MAP_BYTES = 1 << 20  # core.MaxSecretSize, also a ConfigMap's limit
 
 
 def validate_config_map(obj: dict) -> None:
-    """kube-apiserver's ValidateConfigMap: data keys are config keys, values are strings."""
+    """kube-apiserver's ValidateConfigMap: data keys are config keys, values are strings, no key
+    is in both data and binaryData, and all the values hold at most 1 MiB together."""
     name = obj["metadata"].get("name") or ""
     errors = []
+    total = 0
+    binary = obj.get("binaryData")
+    binary_keys = set(binary) if isinstance(binary, dict) else set()
     for section in ("data", "binaryData"):
         entries = obj.get(section)
         if entries is None:
@@ -83,8 +91,80 @@ def validate_config_map(obj: dict) -> None:
                 errors.append(invalid_field(f"{section}[{key}]", key, message))
             elif not isinstance(value, str):
                 errors.append(invalid_field(f"{section}[{key}]", value, "must be a string"))
+            if section == "data" and key in binary_keys:
+                message = "duplicate of key present in binaryData"
+                errors.append(invalid_field(f"data[{key}]", key, message))
+            if isinstance(value, str):
+                raw = value.encode("utf-8", "surrogatepass")
+                total += len(_go_base64_decode(raw) or b"") if section == "binaryData" else len(raw)
+    if total > MAX_CONFIG_MAP_BYTES:
+        # field.TooLong(field.NewPath(""), ...): the whole object, printed as "[]".
+        errors.append(too_long_field("[]", MAX_CONFIG_MAP_BYTES))
     if errors:
         raise invalid("ConfigMap", name, errors)
+
+
+def validate_binary_data_decode(resource: Resource, obj: dict) -> None:
+    """400, as kube-apiserver's JSON decoder refuses a ConfigMap's binaryData value (a []byte)
+    that is not standard, padded base64."""
+    if resource.plural != "configmaps" or not isinstance(obj.get("binaryData"), dict):
+        return
+    for value in obj["binaryData"].values():
+        if not isinstance(value, str):
+            continue
+        raw = value.encode("utf-8", "surrogatepass")
+        if _go_base64_decode(raw) is None:
+            offset = _go_base64_error(raw)
+            raise bad_request(
+                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                f"{resource.kind}: illegal base64 data at input byte {offset}"
+            )
+
+
+_BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_NEWLINES = frozenset(b"\r\n")
+
+
+# What Go's base64.StdEncoding accepts once CR and LF (which it skips) are taken out.
+_GO_BASE64 = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _go_base64_decode(src: bytes) -> bytes | None:
+    """What Go's base64.StdEncoding decodes ``src`` to, None where it refuses it."""
+    stripped = src.replace(b"\r", b"").replace(b"\n", b"")
+    return base64.b64decode(stripped) if _GO_BASE64.fullmatch(stripped) else None
+
+
+def _go_base64_error(src: bytes) -> int | None:
+    """The input byte at which Go's base64.StdEncoding.Decode stops (its CorruptInputError),
+    or None when it decodes: decodeQuantum's rules for padding, newlines and trailing bytes."""
+    si, end = 0, len(src)
+    while si < end:
+        j = 0
+        while j < 4:
+            if si == end:
+                return None if j == 0 else si - j
+            c = src[si]
+            si += 1
+            if c in _BASE64_ALPHABET:
+                j += 1
+                continue
+            if c in _NEWLINES:
+                continue
+            if c != ord("=") or j < 2:
+                return si - 1
+            if j == 2:  # "==" expected, the first one read
+                while si < end and src[si] in _NEWLINES:
+                    si += 1
+                if si == end:
+                    return end
+                if src[si] != ord("="):
+                    return si - 1
+                si += 1
+            while si < end and src[si] in _NEWLINES:
+                si += 1
+            return si if si < end else None
+    return None
 
 
 def qualified_name_error(key: str) -> str:
@@ -97,12 +177,14 @@ def qualified_name_error(key: str) -> str:
     return ""
 
 
-def validate_labels(kind: str, obj: dict) -> None:
+def validate_labels(resource: Resource, obj: dict) -> None:
     """Label keys are qualified names; values are empty or 63 characters of the same alphabet."""
+    kind, group = resource.kind, resource.group
     name = obj["metadata"].get("name") or ""
     labels = obj["metadata"].get("labels") or {}
     if not isinstance(labels, dict):
-        raise invalid(kind, name, [invalid_field("metadata.labels", labels, "must be a map")])
+        cause = invalid_field("metadata.labels", labels, "must be a map")
+        raise invalid(kind, name, [cause], group)
     causes = []
     for key, value in labels.items():
         error = qualified_name_error(str(key))
@@ -116,7 +198,7 @@ def validate_labels(kind: str, obj: dict) -> None:
             message = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'"
             causes.append(invalid_field("metadata.labels", value, message))
     if causes:
-        raise invalid(kind, name, causes)
+        raise invalid(kind, name, causes, group)
 
 
 # --- resource quantities ------------------------------------------------------------------
@@ -172,7 +254,7 @@ def validate_custom_quantities(resource: Resource, obj: dict, old: dict | None =
                 causes.append(invalid_field(field, value, message))
     if causes:
         name = obj["metadata"].get("name") or ""
-        raise invalid(f"{resource.kind}.{resource.group}", name, causes)
+        raise invalid(resource.kind, name, causes, resource.group)
 
 
 def _dig(obj: dict, path: tuple[str, ...]) -> object:
