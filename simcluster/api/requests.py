@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simcluster.api import resources as docs
 from simcluster.api.cluster import Cluster
@@ -15,6 +16,9 @@ from simcluster.api.routing import Route, parse_resource_path
 from simcluster.api.selectors import field_selector, label_selector
 from simcluster.api.tables import render_table
 from simcluster.api.watch import DEFAULT_TIMEOUT_SECONDS, watch_events
+
+if TYPE_CHECKING:
+    from simcluster.faults import Faults
 
 Response = tuple[int, dict | Iterator[dict]]
 
@@ -50,7 +54,12 @@ class RequestContext:
         return "as=table" in self.headers.get("accept", "").lower().replace(" ", "")
 
 
-def dispatch(cluster: Cluster, request: RequestContext) -> Response:
+def dispatch(cluster: Cluster, request: RequestContext, faults: Faults | None = None) -> Response:
+    """Serve ``request``; with ``faults`` (``simcluster.faults``), perhaps with an injected one."""
+    if faults is not None:
+        return faults.serve(
+            request.method, request.path, request.query, lambda: dispatch(cluster, request)
+        )
     parts = [p for p in request.path.split("/") if p]
     document = _discovery(parts, request)
     if document is not None:

@@ -1,0 +1,258 @@
+"""Deterministic simulation test: the real scheduler (``SchedulerService``, the worker's entry
+point) against the simulated cluster on virtual time, with a seeded workload, seeded churn,
+seeded faults (``simcluster.faults``) and scheduler restarts and failovers, every invariant of
+``tests.simtest.invariants`` checked after every cycle.
+
+``run(seed)`` plays one seed and returns what happened; a violation names the seed, the cycle,
+the invariant, the objects involved and the command that replays it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduler.api.labels import GROUP_NAME_ANNOTATION
+from scheduler.api.report import CycleReport
+from scheduler.service import WATCHED_KINDS
+from simcluster.api.errors import ApiError
+from simcluster.faults import ALL_KINDS, FaultConfig, Faults
+from simcluster.podutil import meta
+from simcluster.store import NotFound
+from tests.conftest import wait_until
+from tests.e2e.harness import Harness
+from tests.simtest.invariants import Tracker, Violation
+from tests.simtest.workload import PRIORITY_CLASSES, Workload, draw, gate_opted_in
+
+log = logging.getLogger(__name__)
+CYCLES = 120
+MAX_STANDBY = 2  # failovers leave the old scheduler running idle; at most this many
+
+
+def replay_command(seed: int) -> str:
+    return f"make simtest SEED={seed}   (or: python -m tests.simtest --seed {seed})"
+
+
+@dataclass
+class Found:
+    seed: int
+    cycle: int
+    violation: Violation
+
+    def describe(self) -> str:
+        v = self.violation
+        lines = [
+            f"VIOLATION seed={self.seed} cycle={self.cycle} invariant {v.invariant} ({v.name})",
+            f"  {v.message}",
+        ]
+        if v.objects:
+            lines.append(f"  objects: {', '.join(v.objects)}")
+        lines.append(f"  replay: {replay_command(self.seed)}")
+        return "\n".join(lines)
+
+
+@dataclass
+class Result:
+    seed: int
+    cycles: int = 0
+    pods: int = 0
+    bound: int = 0
+    faults: dict[str, int] = field(default_factory=dict)
+    churn: Counter[str] = field(default_factory=Counter)
+    violations: list[Found] = field(default_factory=list)
+    seconds: float = 0.0
+    autoscaler: str = "none"
+
+    def line(self) -> str:
+        faults = sum(self.faults.values())
+        churn = ", ".join(f"{k} {v}" for k, v in sorted(self.churn.items())) or "none"
+        return (
+            f"seed {self.seed}: {self.cycles} cycles, {self.pods} pods ({self.bound} bound), "
+            f"autoscaler {self.autoscaler}, {faults} faults injected, churn: {churn}, "
+            f"{len(self.violations)} violation(s), {self.seconds:.1f} s"
+        )
+
+
+def fault_config(seed: int, text: str | None) -> FaultConfig:
+    """``None``: every kind at its default rate (``all``); ``""``: none."""
+    if text is None:
+        return FaultConfig.from_dict({**ALL_KINDS, "seed": seed})
+    return FaultConfig.from_text(text, seed=seed)
+
+
+def run(
+    seed: int,
+    *,
+    cycles: int = CYCLES,
+    faults: FaultConfig | None = None,
+    restarts: bool = True,
+    churn: bool = True,
+    sabotage: Callable[[Harness, int], None] | None = None,
+    stop_at_first: bool = False,
+) -> Result:
+    """Play ``seed``. ``sabotage(harness, cycle)``, when given, runs before each cycle's checks
+    (a test that shows an invariant catches its bug breaks something there)."""
+    workload = draw(seed)
+    faults = faults if faults is not None else fault_config(seed, None)
+    result = Result(seed, autoscaler=workload.autoscaler)
+    started = time.perf_counter()
+    h = Harness(workload.scenario, autoscaler=workload.autoscaler)
+    try:
+        _prepare(h, workload)
+        injector = Faults(faults, h.cluster)
+        h.server.faults = injector
+        tracker = Tracker(
+            gates_on=workload.gated,
+            autoscaler=workload.autoscaler,
+            grace=3 if faults.enabled else 1,
+        )
+        rng = random.Random(seed * 7919 + 1)
+        for cycle in range(1, cycles + 1):
+            if churn:
+                _churn(h, rng, tracker, result)
+            if restarts:
+                _restart(h, rng, result)
+            injector.tick(h.store, h.clock.now())
+            h.sim.step(h.clock.now())
+            try:
+                report = _cycle(h)
+            except AssertionError as error:  # the informers never caught up: nothing holds
+                stuck = Violation(7, f"the scheduler did not catch up with the cluster: {error}")
+                result.violations.append(Found(seed, cycle, stuck))
+                result.cycles = cycle
+                break
+            if sabotage is not None:
+                sabotage(h, cycle)
+            tracker.deleted.update(_deleted_by_faults(injector))
+            summary = h.sim.ledger.summary() if workload.autoscaler != "none" else None
+            for violation in tracker.check(h.store, report, summary):
+                result.violations.append(Found(seed, cycle, violation))
+            result.cycles = cycle
+            h.clock.advance(1)
+            if stop_at_first and result.violations:
+                break
+        result.faults = injector.summary()
+        pods = h.store.list("pods")[0]
+        result.pods = workload_pod_count(workload)
+        result.bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+    finally:
+        h.server.faults = None
+        h.close()
+        result.seconds = time.perf_counter() - started
+    return result
+
+
+def workload_pod_count(workload: Workload) -> int:
+    return sum(int(item.get("replicas") or 1) for item in workload.scenario["workload"])
+
+
+def _prepare(h: Harness, workload: Workload) -> None:
+    for name, value in PRIORITY_CLASSES.items():
+        h.store.create(
+            "priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    if workload.gated:
+        for arrival in h.sim.scenario.arrivals if h.sim.scenario else []:
+            gate_opted_in(arrival.pods)
+
+
+def _settle(h: Harness) -> None:
+    """Wait until the scheduler's informers have seen the cluster's latest change.
+
+    ``Harness.settle`` waits for the newest change of any kind; an informer that missed a
+    deletion (a watch cut, a resume answered 410) learns of it from its relist, where the
+    deleted object's last version is all it sees, so a deletion cannot be waited for that way:
+    the newest change that is not a deletion is."""
+    target = 0
+    for kind in WATCHED_KINDS:
+        for event in reversed(h.store.events_since(kind, 0)):
+            if event.type != "DELETED":
+                target = max(target, event.resource_version)
+                break
+    wait_until(lambda: h.service.feeder.version >= target, timeout=10)
+
+
+def _cycle(h: Harness) -> CycleReport:
+    """One cycle as ``Harness.cycle`` runs it, the invariants left to the caller."""
+    _settle(h)
+    report = h.service.run_once()
+    h.service.gate_pool.wait_idle(10)
+    h.service.cache.wait_for_writes(10)
+    _settle(h)
+    h.reports.append(report)
+    del h.reports[:-5]
+    return report
+
+
+def _restart(h: Harness, rng: random.Random, result: Result) -> None:
+    draw = rng.random()
+    if draw < 0.01:
+        h.restart()
+        result.churn["restart"] += 1
+    elif draw < 0.015 and len(h.standby) < MAX_STANDBY:
+        h.failover()
+        result.churn["failover"] += 1
+
+
+def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> None:
+    """Users and controllers: a pod deleted, a queue's capability changed, a queue closed or
+    opened again. (The simulated autoscalers add nodes on their own.)"""
+    if rng.random() < 0.03:
+        pods = sorted(
+            (p for p in h.store.list("pods")[0] if not meta(p).get("deletionTimestamp")),
+            key=lambda p: (meta(p)["namespace"], meta(p)["name"]),
+        )
+        if pods:
+            pod = rng.choice(pods)
+            with contextlib.suppress(NotFound, ApiError):
+                h.cluster.delete("pods", meta(pod)["namespace"], meta(pod)["name"], {})
+                tracker.deleted.add(f"pod/{meta(pod)['namespace']}/{meta(pod)['name']}")
+                if (meta(pod).get("annotations") or {}).get(GROUP_NAME_ANNOTATION):
+                    result.churn["gang pod deleted"] += 1
+                else:
+                    result.churn["pod deleted"] += 1
+    if rng.random() < 0.02:
+        queues = sorted(meta(q)["name"] for q in h.store.list("queues")[0])
+        if not queues:
+            return
+        name = rng.choice(queues)
+        if rng.random() < 0.5:
+            cpu = str(rng.choice((1, 2, 4, 8, 16)))
+
+            def capability(queue: dict) -> None:
+                queue.setdefault("spec", {})["capability"] = {"cpu": cpu}
+
+            _mutate(h, "queues", name, capability)
+            result.churn["queue capability changed"] += 1
+        else:
+            state = rng.choice(("Closed", "Open"))
+
+            def close(queue: dict) -> None:
+                queue.setdefault("status", {})["state"] = state
+
+            _mutate(h, "queues", name, close)
+            result.churn[f"queue {state.lower()}"] += 1
+
+
+def _mutate(h: Harness, kind: str, name: str, change: Callable[[dict], None]) -> None:
+    with contextlib.suppress(NotFound):
+        h.store.mutate(kind, "", name, change)
+
+
+def _deleted_by_faults(faults: Faults) -> set[str]:
+    return {
+        "pod/" + line.split(": ", 1)[1].split(" before ")[0]
+        for line in faults.log
+        if line.startswith("pod_delete: ")
+    }
