@@ -1,5 +1,7 @@
 FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# Production: SECRET_KEY is required, never generated (README: Configuration).
+ENV SLUICE_ENV=production
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY dashboard ./dashboard

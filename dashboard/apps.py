@@ -6,4 +6,4 @@ class DashboardConfig(AppConfig):
     verbose_name = "Sluice"
 
     def ready(self) -> None:
-        from dashboard import staticfiles  # noqa: F401  (registers the static files deploy check)
+        from dashboard import checks, staticfiles  # noqa: F401  (register their deploy checks)

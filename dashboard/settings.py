@@ -38,10 +38,23 @@ def env_float(name: str, default: float) -> float:
 
 DEBUG = env_bool("DEBUG", False)
 
+# Where this process runs (README: Configuration). "production" (the Docker image sets it)
+# requires SECRET_KEY; anywhere else — make run, manage.py from the activated virtualenv, tests —
+# a missing SECRET_KEY is generated once into $SLUICE_RUN_DIR/secret_key (mode 0600) and reused,
+# and `check --deploy` warns while that generated key is in use (sluice.W002).
+SLUICE_ENV = os.environ.get("SLUICE_ENV", "development").strip().lower() or "development"
+if SLUICE_ENV not in {"development", "production"}:
+    raise ImproperlyConfigured(
+        f"environment variable SLUICE_ENV={SLUICE_ENV!r}: expected development or production"
+    )
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG and not env_bool("SLUICE_DEV_SECRET", False):
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+SLUICE_GENERATED_SECRET_KEY = not SECRET_KEY
+if SLUICE_GENERATED_SECRET_KEY:
+    if SLUICE_ENV == "production":
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set in production (SLUICE_ENV=production): the same 50 or more "
+            "random characters for every replica"
+        )
     SECRET_KEY = generated_secret("secret_key")
 
 ALLOWED_HOSTS = [
