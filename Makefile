@@ -2,10 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Local runs generate their SECRET_KEY under .run/; production sets SECRET_KEY itself.
-export SLUICE_DEV_SECRET := 1
-
-.PHONY: setup run test lint bench screenshots clean
+.PHONY: setup run run-fresh test lint bench screenshots clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +13,13 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 
+# Every process under supervisord, restarted when it dies; the simulated cluster is kept in
+# .run/simcluster-state.json across restarts. run-fresh starts a new simulated cluster.
 run: setup
 	$(PY) scripts/run_local.py
+
+run-fresh: setup
+	$(PY) scripts/run_local.py --fresh
 
 # Lint, format, the architecture's contracts (import-linter) and the engine's types (mypy).
 lint: $(VENV)/.installed
