@@ -72,7 +72,15 @@ def read_state(path: str | Path) -> SavedState | None:
     path = Path(path)
     if not path.is_file():
         return None
-    snapshot = json.loads(path.read_text())
+    try:
+        snapshot = json.loads(path.read_text())
+        if not isinstance(snapshot, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(
+            f"--state {path} does not read ({exc}): delete it and {journal_path(path).name} to "
+            "start a new cluster (make run-fresh)"
+        ) from None
     objects = {
         kind: {object_key(obj): obj for obj in items}
         for kind, items in (snapshot.get("objects") or {}).items()

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simcluster.api.app import SimClusterOptions, build, start_journal
@@ -127,6 +128,12 @@ def test_a_torn_last_line_is_left_out_and_an_older_journal_is_not_replayed(tmp_p
     lines = journal.read_text().splitlines()
     journal.write_text("\n".join([json.dumps({"follows": "older"}), *lines[1:]]) + "\n")
     assert read_state(tmp_path / "state.json").replayed == 0
+
+
+def test_a_state_file_that_does_not_read_is_an_error_saying_how_to_start_afresh(tmp_path):
+    (tmp_path / "state.json").write_text('{"resourceVersion": 3, "objects": {"pods": [')
+    with pytest.raises(ValueError, match=r"state.json does not read .*make run-fresh"):
+        build(options(tmp_path, scenario="empty"))
 
 
 def test_the_journal_is_compacted_into_the_snapshot_as_it_grows(tmp_path):
