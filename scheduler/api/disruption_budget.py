@@ -58,7 +58,7 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
 
 
 def _requirement(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator = requirement.get("key"), requirement.get("operator")
+    key, operator = str(requirement.get("key") or ""), requirement.get("operator")
     values = requirement.get("values") or []
     if operator in ("In", "NotIn") and not values:
         return False  # LabelSelectorAsSelector refuses it: the budget matches nothing
