@@ -32,6 +32,8 @@ class Cycle(models.Model):
     counts = models.JSONField(default=dict)  # pods by state over every queue
     gates = models.JSONField(default=dict)  # gate removals queued / at bind
     notices = models.JSONField(default=list)
+    # The cluster the cycle ran against: its kube-system namespace's UID ("" when unknown).
+    cluster = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-started_at"]
@@ -81,7 +83,7 @@ class PodTransition(models.Model):
     uid = models.CharField(max_length=64, db_index=True)
     queue = models.CharField(max_length=253, blank=True)
     kind = models.CharField(max_length=32, choices=TRANSITION_KINDS)
-    from_state = models.CharField(max_length=32, choices=POD_STATES)
+    from_state = models.CharField(max_length=32, choices=POD_STATES, blank=True)  # "": created
     to_state = models.CharField(max_length=32, choices=POD_STATES)
     node = models.CharField(max_length=253, blank=True)
     message = models.TextField(blank=True)
@@ -119,9 +121,13 @@ class NamespaceOptInChange(models.Model):
 
 
 class TrackedPod(models.Model):
-    """A pod's latest transition, one row per pod: the Pods page and pipelined pods read it."""
+    """One pod of one cluster and its current state, one row per pod (its UID): the Pods page
+    reads it. Each report's pods reconcile it (``dashboard.tasks.history``): a pod gone from
+    the cluster is marked ``deleted`` once and leaves the current lists; the pods of another
+    cluster than the latest report's are not current."""
 
     uid = models.CharField(max_length=64, unique=True)
+    cluster = models.CharField(max_length=64, blank=True, default="", db_default="")
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     queue = models.CharField(max_length=253, blank=True)
@@ -136,6 +142,7 @@ class TrackedPod(models.Model):
         indexes = [
             models.Index(fields=["namespace", "name"]),
             models.Index(fields=["queue", "state"]),
+            models.Index(fields=["cluster", "state"]),
         ]
 
     def __str__(self) -> str:

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from scheduler import registry
 from scheduler.admission.context import AdmissionContext
 from scheduler.admission.plugin import NodeCapacityPlugin
 from scheduler.api.job_info import JobInfo
+from scheduler.api.labels import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
 from scheduler.api.report import (
     COUNTED_STATES,
     CycleReport,
+    PodRecord,
     PodState,
     QueueReport,
     WaitingPod,
 )
 from scheduler.api.status import Code, Status
-from scheduler.api.task_info import TaskInfo, TaskStatus, pod_state_of
+from scheduler.api.task_info import TaskInfo, TaskStatus, epoch_seconds, pod_state_of
 from scheduler.cache.cache import SchedulerCache
 from scheduler.cache.client import ClusterClient
 from scheduler.config import SchedulerConfig, default_config
@@ -89,6 +93,7 @@ def _run(
     refused_queues = frozenset(e.name for e in cache.invalid.entries() if e.kind == "queues")
     problems = report_queue_problems(ssn, writer, cache.queue_problems_said, refused_queues)
     ssn.close()
+    waiting = waiting_pods(ssn) + invalid_pods
     return CycleReport(
         started_at=now,
         duration_s=time.perf_counter() - started,
@@ -96,7 +101,7 @@ def _run(
         action_durations_s=durations,
         queues=queue_reports(ssn),
         transitions=writer.transitions,
-        waiting=waiting_pods(ssn) + invalid_pods,
+        waiting=waiting,
         errors=writer.errors,
         notices=ssn.notices,
         risks=check.risks if check is not None else [],
@@ -106,6 +111,8 @@ def _run(
         },
         invalid=invalid,
         problems=problems,
+        cluster=cache.cluster_id,
+        pods=cache.pod_records(skip={p.uid for p in waiting}) + invalid_records(cache, waiting),
     )
 
 
@@ -142,7 +149,43 @@ def waiting_pods(ssn: Session) -> list[WaitingPod]:
 def _waiting(
     task: TaskInfo, job: JobInfo, state: PodState, why: Status, node: str = ""
 ) -> WaitingPod:
-    return WaitingPod(task.namespace, task.name, task.uid, job.queue, job.uid, state, why, node)
+    created = epoch_seconds(task.creation)
+    return WaitingPod(
+        task.namespace, task.name, task.uid, job.queue, job.uid, state, why, node, created
+    )
+
+
+def invalid_records(cache: SchedulerCache, waiting: list[WaitingPod]) -> list[PodRecord]:
+    """Pods of ours the cache left out as unusable that are not waiting (bound or finished
+    before their object stopped reading): still pods of the cluster, in the state their
+    object shows, as far as it reads."""
+    listed = {p.uid for p in waiting}
+    records = []
+    for entry in cache.invalid.entries():
+        if entry.kind != "pods" or entry.uid in listed:
+            continue
+        spec, status, metadata = (
+            _mapping(entry.obj.get(k)) for k in ("spec", "status", "metadata")
+        )
+        if (spec.get("schedulerName") or "default-scheduler") not in cache.scheduler_names:
+            continue
+        queue = _mapping(metadata.get("annotations")).get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE
+        node = spec.get("nodeName") or ""
+        phase = status.get("phase")
+        if phase in ("Succeeded", "Failed"):
+            state = PodState(str(phase).lower())
+        elif metadata.get("deletionTimestamp"):
+            state = PodState.TERMINATING
+        else:
+            state = PodState.RUNNING if node else PodState.WAITING
+        created = epoch_seconds(str(metadata.get("creationTimestamp") or ""))
+        records.append(PodRecord(entry.namespace or "default", entry.name, entry.uid, str(queue),
+                                 state, str(node), created))  # fmt: skip
+    return records
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _pipelined_reason(ssn: Session, node_name: str) -> str:

@@ -29,8 +29,12 @@ from scheduler.registry import LiveConfig
 log = logging.getLogger(__name__)
 
 # Classes, nodes, queues and podgroups first, so pods find what they refer to on the first sync.
+# Namespaces for kube-system's UID: which cluster the reports are about.
 # PodDisruptionBudgets for the pdb plugin.
-WATCHED_KINDS = ["priorityclasses", "poddisruptionbudgets", "nodes", "queues", "podgroups", "pods"]
+WATCHED_KINDS = [
+    "namespaces", "priorityclasses", "poddisruptionbudgets", "nodes", "queues", "podgroups",
+    "pods",
+]  # fmt: skip
 
 
 class CacheFeeder:
@@ -59,7 +63,7 @@ class CacheFeeder:
 
     def _handler(self, verb: str, kind: str) -> Callable[[dict], None]:
         singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup",
-                    "priorityclasses": "priority_class",
+                    "priorityclasses": "priority_class", "namespaces": "namespace",
                     "poddisruptionbudgets": "disruption_budget"}  # fmt: skip
         handler = getattr(self.cache, f"{verb}_{singular[kind]}")
         delete = getattr(self.cache, f"delete_{singular[kind]}")
@@ -204,6 +208,7 @@ class SchedulerService:
             log.exception("cycle failed: %s", exc, extra={"object": "scheduler"})
             mode = "act" if self.act else "observe"
             report = CycleReport.failed(now, time.perf_counter() - started, mode, exc)
+        report.cluster = self.cache.cluster_id
         report.config = config_in_force(self.live_config, self.period, self.scheduler_names)
         return report
 

@@ -7,8 +7,8 @@ so a test can name them; ``None`` leaves them out, for a store that stamps its o
 ``status``. Empty maps are left out, as the API server leaves them out. ``body(obj)`` is what a
 client sends to create one through the API.
 
-The CycleReport builders (``queue_report``, ``waiting_pod``, ``transition``, ``risk``,
-``cycle_report``) make the engine's report as the scheduler worker sends it to the dashboard.
+The CycleReport builders (``queue_report``, ``waiting_pod``, ``pod_record``, ``transition``,
+``risk``, ``cycle_report``) make the engine's report as the scheduler worker sends it to the dashboard.
 
 Annotation, label and gate names are spelled out here rather than imported from the engine, so
 that a misspelt constant in the engine fails the tests instead of agreeing with them.
@@ -24,6 +24,7 @@ from typing import Any
 from scheduler.api.report import (
     CheckState,
     CycleReport,
+    PodRecord,
     PodState,
     QueueReport,
     RiskClass,
@@ -405,6 +406,7 @@ def waiting_pod(
     state: PodState | None = None,
     node: str = "",
     uid: str | None = None,
+    created: int = 0,
 ) -> WaitingPod:
     """A waiting pod; a gated one waits for its queue, an ungated one for a node, unless said."""
     if state is None:
@@ -422,6 +424,23 @@ def waiting_pod(
         state,
         Status(code, "test", reason),
         node,
+        created,
+    )
+
+
+def pod_record(
+    name: str,
+    state: PodState = PodState.RUNNING,
+    *,
+    node: str = "",
+    queue: str = "research",
+    namespace: str = "research",
+    uid: str | None = None,
+    created: int = 0,
+) -> PodRecord:
+    """A pod of the report's inventory (not waiting); ``uid`` defaults to ``uid-<name>``."""
+    return PodRecord(
+        namespace, name, f"uid-{name}" if uid is None else uid, queue, state, node, created
     )
 
 
@@ -481,12 +500,16 @@ def cycle_report(
     risks: Iterable[WorkloadRisk] = (),
     errors: Iterable[str] = (),
     notices: Iterable[str] = (),
+    pods: Iterable[PodRecord] | None = None,
+    cluster: str = "",
+    mode: str = "act",
 ) -> dict[str, Any]:
-    """The JSON the scheduler worker sends to ``store_cycle_report``."""
+    """The JSON the scheduler worker sends to ``store_cycle_report``; ``pods`` None: a
+    report without the inventory of the cluster's pods (an older scheduler's)."""
     return CycleReport(
         started_at=at,
         duration_s=0.012,
-        mode="act",
+        mode=mode,
         action_durations_s={"enqueue": 0.001, "allocate": 0.01},
         queues=queues if queues is not None else [queue_report("research", allocated=4, running=4)],
         transitions=list(transitions),
@@ -495,4 +518,6 @@ def cycle_report(
         gates={"queued": 1, "at_bind": 0},
         notices=list(notices),
         risks=list(risks),
+        cluster=cluster,
+        pods=None if pods is None else list(pods),
     ).to_json()

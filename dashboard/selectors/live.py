@@ -41,6 +41,7 @@ class LiveSummary:
     gated_by_namespace: dict[str, int]
     config: ConfigInForce | None  # as the scheduler reported it (None from older cycles)
     invalid: list[InvalidObject] = field(default_factory=list)  # objects Sluice cannot use
+    cluster: str = ""  # the cluster it ran against (kube-system's UID; "" when unknown)
     # Queues whose spec is wrong, jobs naming a queue that does not exist (said with an event)
     problems: list[ObjectProblem] = field(default_factory=list)
 
@@ -73,6 +74,7 @@ def live_summary() -> LiveSummary | None:
         gated_by_namespace=dict(data.get("gated_by_namespace") or {}),
         config=ConfigInForce.from_json(data["config"]) if data.get("config") else None,
         invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
+        cluster=str(data.get("cluster") or ""),
         problems=[ObjectProblem.from_json(p) for p in data.get("problems") or []],
     )
 

@@ -1,11 +1,13 @@
 """Scheduling history: store each CycleReport, prune what is older than the retention.
 
 A cycle becomes one ``Cycle`` row, one ``QueueSample`` per queue and one ``PodTransition`` per
-decision; pods that merely keep waiting cost nothing in history. The "now" figures (queues,
-waiting pods and their reasons, admission risks, objects Sluice cannot use) replace the
-previous cycle's ``LiveState``. A cycle that failed is one ``Cycle`` row with ``failed`` set
-and its error: it decided nothing, so the live state stays the last good cycle's, and the
-pages and ``/healthz`` say that cycles fail (``dashboard.selectors.cycles.cycle_failure``).
+decision; pods that merely keep waiting cost nothing in history. The report's pods reconcile
+one current state per pod of its cluster (``dashboard.services.pod_states``: created, seen
+bound or finished, gone). The "now" figures (queues, waiting pods and their reasons,
+admission risks, objects Sluice cannot use) replace the previous cycle's ``LiveState``. A
+cycle that failed is one ``Cycle`` row with ``failed`` set and its error: it decided nothing,
+so the live state stays the last good cycle's, and the pages and ``/healthz`` say that cycles
+fail (``dashboard.selectors.cycles.cycle_failure``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from datetime import UTC, datetime, timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from dashboard.models import Cycle, LiveState, PodTransition, QueueSample, TrackedPod
+from dashboard.models import Cycle, LiveState, PodTransition, QueueSample
 from dashboard.selectors.live import CYCLE_KEY, queue_key
 from dashboard.selectors.sampling import bucket_level
+from dashboard.services.pod_states import prunable_pods, reconcile_pods
 from scheduler.api.report import (
     COUNTED_STATES,
     CycleReport,
@@ -70,7 +73,7 @@ def prune_history(now: float | None = None) -> dict[str, int]:
     deleted = {
         "samples": QueueSample.objects.filter(at__lt=cutoff).delete()[0],
         "transitions": PodTransition.objects.filter(at__lt=cutoff).delete()[0],
-        "pods": TrackedPod.objects.filter(since__lt=cutoff).delete()[0],
+        "pods": prunable_pods(cutoff, cluster=_inventoried_cluster()).delete()[0],
     }
     old_cycles = Cycle.objects.filter(started_at__lt=cutoff)
     deleted["cycles"] = old_cycles.count()
@@ -81,6 +84,7 @@ def prune_history(now: float | None = None) -> dict[str, int]:
 
 def _store(data: dict) -> int | None:
     report = CycleReport.from_json(data)
+    _one_report_at_a_time()
     started = datetime.fromtimestamp(report.started_at, tz=UTC)
     if Cycle.objects.filter(started_at=started).exists():
         return None
@@ -91,6 +95,7 @@ def _store(data: dict) -> int | None:
             mode=report.mode,
             error=report.failure,
             failed=True,
+            cluster=report.cluster,
             level=0,  # no chart reads it: it has no figures
         )
         return failed.id
@@ -110,12 +115,35 @@ def _store(data: dict) -> int | None:
         counts={state.value: n for state, n in report.counts().items()},
         gates=report.gates,
         notices=report.notices,
+        cluster=report.cluster,
     )
     _store_samples(cycle, report.queues)
-    _store_transitions(cycle, report.transitions)
-    if not Cycle.objects.filter(started_at__gt=started).exists():  # a late report is history
+    latest = not Cycle.objects.filter(started_at__gt=started).exists()  # else history only
+    # One current state per pod of the cluster; its decisions between its creation and what
+    # the cluster showed after them.
+    reconcile_pods(cycle, report, _decisions(cycle, report.transitions), latest=latest)
+    if latest:
         _replace_live_state(cycle, report, data)
     return cycle.id
+
+
+# Any 64-bit number, the same in every process: the key of the advisory lock below.
+STORE_LOCK = 0x51_1CE_0001
+
+
+def _one_report_at_a_time() -> None:
+    """Hold, until the transaction ends, the lock that serializes storing reports.
+
+    Several Celery workers store reports (`docker-compose.yml` runs four on the default
+    queue): two reports stored at once would reconcile the same pods from the same rows, each
+    creating the same pod (a unique-UID conflict that loses a whole cycle) or marking the same
+    pod gone twice. PostgreSQL: a transaction-level advisory lock (`pg_advisory_xact_lock`),
+    after which READ COMMITTED shows each statement what the previous report committed. SQLite
+    allows one writer at a time; a transaction that read before another's commit fails to
+    write (busy) and the task is retried."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK])
 
 
 def _store_samples(cycle: Cycle, queues: list[QueueReport]) -> None:
@@ -137,8 +165,9 @@ def _store_samples(cycle: Cycle, queues: list[QueueReport]) -> None:
     )
 
 
-def _store_transitions(cycle: Cycle, transitions: list[Transition]) -> None:
-    rows = [
+def _decisions(cycle: Cycle, transitions: list[Transition]) -> list[PodTransition]:
+    """The cycle's decisions; one that changed nothing (a failed bind aside) is no history."""
+    return [
         PodTransition(
             cycle=cycle,
             at=cycle.started_at,
@@ -153,31 +182,14 @@ def _store_transitions(cycle: Cycle, transitions: list[Transition]) -> None:
             message=t.message,
         )
         for t in transitions
+        if t.from_state != t.to_state or t.kind is TransitionKind.BIND_FAILED
     ]
-    PodTransition.objects.bulk_create(rows)
-    latest = {row.uid: row for row in rows}  # a pod's last transition in the cycle wins
-    lifted = {t.uid for t in transitions if t.kind is TransitionKind.GATE_REMOVED}
-    TrackedPod.objects.bulk_create(
-        [
-            TrackedPod(
-                uid=r.uid,
-                namespace=r.namespace,
-                name=r.name,
-                queue=r.queue,
-                state=r.to_state,
-                node=r.node,
-                message=r.message,
-                since=r.at,
-                gate_removed=r.uid in lifted,
-            )
-            for r in latest.values()
-        ],
-        update_conflicts=True,
-        unique_fields=["uid"],
-        update_fields=["namespace", "name", "queue", "state", "node", "message", "since"],
-    )
-    if lifted:  # once lifted, always lifted: a later transition does not take it back
-        TrackedPod.objects.filter(uid__in=lifted).update(gate_removed=True)
+
+
+def _inventoried_cluster() -> str | None:
+    """The latest report's cluster when that report listed all its pods, else None."""
+    data = LiveState.objects.filter(key=CYCLE_KEY).values_list("data", flat=True).first() or {}
+    return str(data.get("cluster") or "") if data.get("inventory") else None
 
 
 def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
@@ -203,6 +215,8 @@ def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
         "config": data.get("config"),
         "invalid": data.get("invalid") or [],
         "problems": data.get("problems") or [],  # queue problems said with an event
+        "cluster": report.cluster,  # the pages show this cluster's pods only
+        "inventory": report.pods is not None,  # it listed every pod: the others are gone
     }
     rows = [LiveState(key=CYCLE_KEY, cycle=cycle, data=summary)]
     rows += [

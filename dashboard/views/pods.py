@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET
 from dashboard.forms import PodFilterForm
 from dashboard.presenters.reasons import explain_rows
 from dashboard.selectors.live import live_summary
-from dashboard.selectors.pods import PodFilter, pod_list, pod_timeline
+from dashboard.selectors.pods import PodFilter, find_pod, pod_list
 from dashboard.views.common import render_page
 
 
@@ -17,7 +17,8 @@ def pods(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("page", None)
     summary = live_summary()
-    page = pod_list(filters=filters, page=request.GET.get("page", 1))
+    cluster = summary.cluster if summary else None
+    page = pod_list(filters=filters, page=request.GET.get("page", 1), cluster=cluster)
     explain_rows(page.object_list, summary.risks if summary else [])
     context = {"form": form, "summary": summary, "page": page, "query": query.urlencode()}
     return render_page(request, "dashboard/pods.html", context, partials=("results",))
@@ -25,13 +26,15 @@ def pods(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def pod_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
-    timeline = pod_timeline(namespace=namespace, name=name)
-    current = pod_list(filters=PodFilter(namespace=namespace, name=name), page=1)
     summary = live_summary()
-    rows = [p for p in current.object_list if p.name == name]
-    explain_rows(rows, summary.risks if summary else [])
-    context = {"namespace": namespace, "name": name, "timeline": timeline, "current": rows}
+    cluster = summary.cluster if summary else None
+    uid = request.GET.get("uid", "")[:64]
+    detail = find_pod(namespace=namespace, name=name, cluster=cluster, uid=uid)
+    if detail.pod is not None and detail.current:
+        explain_rows([detail.pod], summary.risks if summary else [])
+    context = {"namespace": namespace, "name": name, "detail": detail, "uid": uid,
+               "cluster": cluster}  # fmt: skip
     response = render_page(request, "dashboard/pod.html", context, partials=("timeline",))
-    if not timeline and not rows:
+    if detail.pod is None and not detail.timeline:
         response.status_code = 404
     return response

@@ -50,12 +50,19 @@ COUNTED_STATES = (PodState.RUNNING, *PENDING_STATES)
 
 
 class TransitionKind(enum.StrEnum):
+    # What the scheduler decided (the cycle's Writer records these).
     GATE_REMOVED = "gate_removed"
     ALLOCATED = "allocated"
     BIND_FAILED = "bind_failed"
     PIPELINED = "pipelined"
     UNPIPELINED = "unpipelined"
     EVICTED = "evicted"
+    # What the cluster's own pods show (the dashboard records these from each report's pods):
+    # a pod created (gated, when it carried a gate), seen in a new state (bound, running,
+    # terminating, finished), gone from the cluster.
+    CREATED = "created"
+    OBSERVED = "observed"
+    DELETED = "deleted"
 
 
 class RiskClass(enum.StrEnum):
@@ -233,6 +240,7 @@ class WaitingPod:
     state: PodState
     status: Status
     node: str = ""  # the nominated node of a pipelined pod
+    created: int = 0  # metadata.creationTimestamp, seconds since the epoch (0: unknown)
 
     @property
     def gated(self) -> bool:
@@ -248,6 +256,7 @@ class WaitingPod:
             "state": self.state.value,
             "status": self.status.to_json(),
             "node": self.node,
+            "created": self.created,
         }
 
     @classmethod
@@ -261,6 +270,37 @@ class WaitingPod:
             PodState(data["state"]),
             Status.from_json(data.get("status")),
             data.get("node") or "",
+            int(data.get("created") or 0),
+        )
+
+
+@dataclass
+class PodRecord:
+    """A pod of ours that is not waiting (bound, running, terminating, finished — or pending
+    but outside the cycle's session), as the scheduler's cache holds it after the cycle: with
+    ``CycleReport.waiting`` it lists every pod of ours in the cluster once, so the dashboard
+    keeps one current state per pod and knows which pods are gone.
+
+    Sent as a row, not an object: a report carries tens of thousands of them.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    state: PodState
+    node: str = ""
+    created: int = 0  # metadata.creationTimestamp, seconds since the epoch (0: unknown)
+
+    def to_json(self) -> list[Any]:
+        return [self.namespace, self.name, self.uid, self.queue, self.state.value, self.node,
+                self.created]  # fmt: skip
+
+    @classmethod
+    def from_json(cls, row: list[Any]) -> PodRecord:
+        namespace, name, uid, queue, state, node, created = row
+        return cls(
+            namespace, name, uid, queue or "", PodState(state), node or "", int(created or 0)
         )
 
 
@@ -460,6 +500,11 @@ class CycleReport:
     problems: list[ObjectProblem] = field(default_factory=list)
     # Set when the cycle failed (the exception, in a line): nothing else in the report holds.
     failure: str = ""
+    # Which cluster the cycle ran against: its kube-system namespace's UID ("" if unknown).
+    cluster: str = ""
+    # Every pod of ours not in ``waiting``; None from a scheduler that sends no inventory
+    # (then the dashboard cannot tell which pods are gone).
+    pods: list[PodRecord] | None = None
 
     @classmethod
     def failed(
@@ -494,6 +539,8 @@ class CycleReport:
             "invalid": [o.to_json() for o in self.invalid],
             "problems": [p.to_json() for p in self.problems],
             "failure": self.failure,
+            "cluster": self.cluster,
+            "pods": None if self.pods is None else [p.to_json() for p in self.pods],
         }
 
     @classmethod
@@ -514,4 +561,8 @@ class CycleReport:
             invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
             problems=[ObjectProblem.from_json(p) for p in data.get("problems") or []],
             failure=str(data.get("failure") or ""),
+            cluster=str(data.get("cluster") or ""),
+            pods=None
+            if data.get("pods") is None
+            else [PodRecord.from_json(p) for p in data["pods"]],
         )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.api.disruption_budget import DisruptionBudget
 from scheduler.api.helpers import (
     annotations_of,
     as_int,
@@ -20,13 +21,20 @@ from scheduler.api.helpers import (
     scheduling_gates,
     uid_of,
 )
-from scheduler.api.disruption_budget import DisruptionBudget
 from scheduler.api.job_info import JobInfo
 from scheduler.api.labels import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION, ROOT_QUEUE
 from scheduler.api.node_info import NodeInfo
 from scheduler.api.queue_info import QueueCycleError, QueueInfo, queue_problem
+from scheduler.api.report import PodRecord
 from scheduler.api.status import Code, Status
-from scheduler.api.task_info import TaskInfo, TaskStatus, TransactionContext, allocated_status
+from scheduler.api.task_info import (
+    TaskInfo,
+    TaskStatus,
+    TransactionContext,
+    allocated_status,
+    epoch_seconds,
+    pod_state_of,
+)
 from scheduler.cache.client import ClusterClient
 from scheduler.cache.invalid import InvalidObjects
 
@@ -34,6 +42,10 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 _GONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+# The namespace every cluster has: its UID names the cluster (as kubectl cluster-info dump,
+# kubeadm and most fleet tools take it), so the dashboard tells one cluster's history from
+# another's — a new (simulated) cluster at the same address is a new cluster.
+SYSTEM_NAMESPACE = "kube-system"
 UNGATE_CONFIRM_TIMEOUT = 30.0  # seconds to wait for the watch to show a removed gate
 
 
@@ -187,6 +199,38 @@ class SchedulerCache:
             job.delete_task(task)
             if not job.tasks and job.podgroup is None:
                 del self._jobs[job.uid]
+
+    def pod_records(self, skip: Container[str] = ()) -> list[PodRecord]:
+        """Every pod of ours but those in ``skip`` (the cycle's waiting pods), in the state the
+        cache holds now: what the cluster's watch delivered, with what this scheduler has
+        done since (bound, evicted, pipelined) — never a decision only observed."""
+        with self._lock:
+            return [
+                PodRecord(
+                    task.namespace,
+                    task.name,
+                    task.uid,
+                    job.queue,
+                    pod_state_of(task),
+                    task.node_name,
+                    epoch_seconds(task.creation),
+                )
+                for job in self._jobs.values()
+                for task in job.tasks.values()
+                if task.uid not in skip
+            ]
+
+    # --- namespaces ------------------------------------------------------------------------
+
+    def add_namespace(self, namespace: Obj) -> None:
+        if meta(namespace).get("name") == SYSTEM_NAMESPACE:
+            self.cluster_id = str(meta(namespace).get("uid") or "")
+
+    update_namespace = add_namespace
+
+    def delete_namespace(self, namespace: Obj) -> None:
+        if meta(namespace).get("name") == SYSTEM_NAMESPACE:
+            self.cluster_id = ""
 
     # --- disruption budgets ----------------------------------------------------------------
 
@@ -368,6 +412,8 @@ class SchedulerCache:
 
     def _mark_bound(self, uid: str, node_name: str) -> None:
         cached = self._tasks.get(uid)
+        if cached is not None and (cached.pod.get("spec") or {}).get("nodeName"):
+            return  # the watch delivered the bound pod before the bind call returned: fresher
         if cached is not None:
             self._move(cached, TaskStatus.BINDING, node_name)
             cached.sch_gated = False

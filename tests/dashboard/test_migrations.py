@@ -87,3 +87,42 @@ def test_0003_runs_on_an_empty_database_and_the_latest_schema_follows():
     executor.migrate(executor.loader.graph.leaf_nodes())
     executor.loader.build_graph()  # what is applied now, including migrations after 0003
     assert not executor.migration_plan(executor.loader.graph.leaf_nodes())
+
+
+def test_0005_drops_transitions_that_changed_nothing_and_keeps_one_current_pod_per_name():
+    old = migrate([("dashboard", "0004_cycle_failed")])
+    cycle = old.get_model("dashboard", "Cycle").objects.create(
+        started_at=AT, duration_ms=5, mode="act"
+    )
+    transition = old.get_model("dashboard", "PodTransition")
+    for kind, from_state, to_state in [
+        ("evicted", "terminating", "terminating"),  # "Releasing → Releasing" once
+        ("bind_failed", "waiting", "waiting"),  # a failure: worth its line
+        ("allocated", "waiting", "binding"),
+    ]:
+        transition.objects.create(
+            cycle=cycle, at=AT, namespace="ns", name="p", uid="u", kind=kind,
+            from_state=from_state, to_state=to_state,
+        )  # fmt: skip
+    tracked = old.get_model("dashboard", "TrackedPod")
+    for i, state in enumerate(["running", "binding", "gated"]):  # one name, three restarts
+        tracked.objects.create(uid=f"web-{i}", namespace="ns", name="web-0", state=state,
+                               since=AT.replace(minute=i))  # fmt: skip
+    tracked.objects.create(uid="other", namespace="ns", name="etl-0", state="running", since=AT)
+
+    new = migrate([("dashboard", "0005_pods_of_a_cluster")])
+
+    rows = new.get_model("dashboard", "PodTransition").objects.order_by("id")
+    assert [(r.kind, r.from_state, r.to_state) for r in rows] == [
+        ("bind_failed", "waiting", "waiting"),
+        ("allocated", "waiting", "binding"),
+    ]
+    pods = new.get_model("dashboard", "TrackedPod").objects
+    assert dict(pods.values_list("uid", "state")) == {
+        "web-0": "deleted",
+        "web-1": "deleted",
+        "web-2": "gated",  # the latest of the name is the one that can exist now
+        "other": "running",
+    }
+    assert set(pods.values_list("cluster", flat=True)) == {""}  # an unknown cluster
+    assert new.get_model("dashboard", "Cycle").objects.get().cluster == ""

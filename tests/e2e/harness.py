@@ -18,6 +18,7 @@ from scheduler.loop import CycleReport
 from scheduler.service import WATCHED_KINDS, SchedulerService
 from simcluster.api import ApiServer, Cluster, Webhook
 from simcluster.api.app import scenario_pod_creator
+from simcluster.bootstrap import ensure_system_namespace
 from simcluster.runtime import Simulation
 from simcluster.scenario import parse
 from simcluster.store import Store
@@ -48,6 +49,7 @@ class Harness:
     ) -> None:
         self.clock = VirtualClock(START)
         self.store = Store(self.clock.now)
+        ensure_system_namespace(self.store)  # as kube-apiserver: the cluster's identity
         webhook = Webhook(webhook_url, "Fail", 5.0) if webhook_url else None
         self.cluster = Cluster(self.store, self.clock.now, webhook)
         self.server = ApiServer(self.cluster, port=0).start()

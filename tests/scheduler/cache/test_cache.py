@@ -80,6 +80,29 @@ def test_bind_marks_task_binding_in_the_cache():
     assert client.calls == [("bind", "ns/a", "n1")]
 
 
+def test_a_pod_the_watch_shows_bound_before_the_bind_call_returns_stays_bound():
+    # The API server answers the bind, then the watch delivers the bound pod; on a busy
+    # process the watch thread may run first. The pod is not Binding again after that: it
+    # would stay so until its next change (seen as "Binding" forever on the Pods page).
+    cache = SchedulerCache()
+    cache.add_node(node("n1"))
+    cache.add_pod(pod("a"))
+    task = next(iter(cache.snapshot().jobs.values())).tasks["uid-ns-a"]
+
+    class WatchFirst(RecordingClusterClient):
+        def bind(self, obj, node_name):
+            super().bind(obj, node_name)
+            cache.update_pod(pod("a", node_name=node_name))  # the watch event, delivered
+
+    cache.bind(task, "n1", WatchFirst())
+
+    task = next(iter(cache.snapshot().jobs.values())).tasks["uid-ns-a"]
+    assert task.status == TaskStatus.RUNNING
+    assert [(r.name, r.state.value, r.node) for r in cache.pod_records()] == [
+        ("a", "running", "n1")
+    ]
+
+
 def test_evict_marks_task_releasing():
     cache = SchedulerCache()
     cache.add_node(node("n1"))
