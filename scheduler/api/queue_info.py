@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes.utils import parse_quantity as parse_quantity_raw
-
 from scheduler.api.helpers import as_int, describe, meta, require_name
 from scheduler.api.labels import ROOT_QUEUE
-from scheduler.api.quantity import CPU, MEMORY, parse_resource_list
+from scheduler.api.quantity import CPU, MEMORY, QuantityError, parse_resource_list, quantity_value
 from scheduler.api.resource import Resource
 
 
@@ -96,8 +94,8 @@ def _declared(raw: Any, positive_only: tuple[str, ...] = ()) -> frozenset[str]:
 
 def _non_positive(value: Any) -> bool:
     try:
-        return parse_quantity_raw(value) <= 0
-    except (ValueError, TypeError, ArithmeticError):
+        return quantity_value(value, obj="", field="") <= 0
+    except QuantityError:
         return False  # let parse_resource_list report it with the field name
 
 

@@ -23,7 +23,15 @@ def units(name: str, value: object) -> int:
 @pytest.mark.parametrize(
     ("value", "cpu"),
     [("100m", 100), ("1.5", 1500), (".5", 500), ("1.", 1000), ("+2", 2000), ("1e3", 10**6),
-     ("1E3", 10**6), ("2k", 2 * 10**6), (3, 3000), (0.1, 100), ("1E-400", 1), ("0", 0)],
+     ("1E3", 10**6), ("2k", 2 * 10**6), (3, 3000), (0.1, 100), ("1E-400", 1), ("0", 0),
+     # Quantity.UnmarshalJSON trims spaces (Go's unicode.IsSpace) before ParseQuantity
+     (" 1", 1000), ("1\u3000", 1000),
+     # ParseQuantity's scanner reads no digits as zero when its int64 fast path takes them
+     ("k", 0), ("-", 0), (".", 0), ("Ti", 0),
+     # Go's int32(exponent) wraps: 2^32 is 0
+     ("1e4294967296", 1000),
+     # rounded up to 1n before counting: past 28 digits too
+     ("1.0000000000000000000000000000001", 1001)],
 )  # fmt: skip
 def test_what_kube_apiserver_parses_sluice_parses_alike(value, cpu):
     assert kube_syntax_error(value) == ""
@@ -32,7 +40,9 @@ def test_what_kube_apiserver_parses_sluice_parses_alike(value, cpu):
 
 @pytest.mark.parametrize(
     ("value", "error"),
-    [("abc", FORMAT_ERROR), (" 1", FORMAT_ERROR), ("1_000", FORMAT_ERROR), ("1e3Mi", FORMAT_ERROR),
+    [("abc", FORMAT_ERROR), ("\x1c1", FORMAT_ERROR), ("1_000", FORMAT_ERROR), ("1e3Mi", FORMAT_ERROR),
+     ("", FORMAT_ERROR), ("e-10", "unable to parse numeric part of quantity"),
+     ("Pi", "unable to parse numeric part of quantity"),
      ("1K", "unable to parse quantity's suffix"), ("1ki", "unable to parse quantity's suffix"),
      ("1e", "unable to parse quantity's suffix"),
      ("1e99999999999999999999", "unable to parse quantity's suffix")],
