@@ -14,6 +14,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
@@ -22,7 +23,9 @@ from scheduler.api.labels import CLOCK_EXTENSION
 from simcluster.api.cluster import Cluster
 from simcluster.api.errors import ApiError, bad_request, status_object
 from simcluster.api.requests import RequestContext, dispatch
-from simcluster.faults import Faults
+
+if TYPE_CHECKING:
+    from simcluster.faults import Faults
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 8 * 1024 * 1024

@@ -418,7 +418,9 @@ class Tracker:
                 self.full_gangs.add(key)
                 continue
             lost = any(d.startswith(f"pod/{namespace}/{name}-") for d in self.deleted)
-            if bound and key not in self.full_gangs and not lost:
+            # Bindings are one API call per pod: one the API refused is retried next cycle.
+            partial = bool(bound) and key not in self.full_gangs and not lost
+            if self.streak(6, key, partial) >= self.grace:
                 found.append(
                     Violation(
                         6,

@@ -94,10 +94,12 @@ def run(
     churn: bool = True,
     sabotage: Callable[[Harness, int], None] | None = None,
     stop_at_first: bool = False,
+    workload: Workload | None = None,
 ) -> Result:
-    """Play ``seed``. ``sabotage(harness, cycle)``, when given, runs before each cycle's checks
-    (a test that shows an invariant catches its bug breaks something there)."""
-    workload = draw(seed)
+    """Play ``seed`` (its drawn workload, or ``workload``). ``sabotage(harness, cycle)``, when
+    given, runs after each cycle, before its checks (a test that shows an invariant catches
+    its bug breaks something there)."""
+    workload = workload or draw(seed)
     faults = faults if faults is not None else fault_config(seed, None)
     result = Result(seed, autoscaler=workload.autoscaler)
     started = time.perf_counter()

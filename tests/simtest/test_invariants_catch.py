@@ -1,0 +1,209 @@
+"""Each invariant of the simulation test is shown to catch its bug: a run on a small fixed
+workload, faults and churn off, with the bug the invariant guards against injected after a
+cycle, must report that invariant (and the same run without the bug reports nothing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.api.report import PodState
+from scheduler.kube.client import ApiError
+from simcluster.faults import FaultConfig
+from simcluster.podutil import meta
+from tests.e2e.harness import Harness
+from tests.simtest.runner import Result, run
+from tests.simtest.workload import Workload
+
+GATE = {"scheduling.volcano.sh/queue-allocation-gate": "true"}
+
+
+def workload(autoscaler: str = "none") -> Workload:
+    """Queue ``small`` (2 CPU) with four gated 1-CPU pods: two run, two wait for the queue;
+    queue ``wide`` with a gang that runs, a gang that never fits a node, a pod too big for
+    any node."""
+    scenario = {
+        "name": "catch",
+        "namespaces": [{"name": "sim"}],
+        "queues": [
+            {"name": "small", "spec": {"capability": {"cpu": "2"}}},
+            {"name": "wide", "spec": {}},
+        ],
+        "nodes": [
+            {"name": "n1", "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+            {"name": "n2", "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+        ],
+        "nodeGroups": [
+            {"name": "pool", "min": 0, "max": 3, "provisionDelay": 5,
+             "template": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}},
+        ],
+        "workload": [
+            {"at": 0, "name": "queued", "namespace": "sim", "replicas": 4, "queue": "small",
+             "requests": {"cpu": "1"}, "duration": 3600, "annotations": GATE},
+            {"at": 0, "name": "team", "namespace": "sim", "replicas": 2, "queue": "wide",
+             "podGroup": {"minMember": 2}, "requests": {"cpu": "1"}, "duration": 3600},
+            {"at": 0, "name": "wide-gang", "namespace": "sim", "replicas": 3, "queue": "wide",
+             "podGroup": {"minMember": 3}, "requests": {"cpu": "7"}, "duration": 3600},
+            {"at": 0, "name": "huge", "namespace": "sim", "queue": "wide",
+             "requests": {"cpu": "100"}, "duration": 3600},
+        ],
+    }  # fmt: skip
+    return Workload(0, scenario, autoscaler, gated=True, horizon=0)
+
+
+def play(sabotage=None, *, cycles: int = 25, autoscaler: str = "none") -> Result:
+    return run(
+        0,
+        cycles=cycles,
+        faults=FaultConfig(),
+        restarts=False,
+        churn=False,
+        sabotage=sabotage,
+        workload=workload(autoscaler),
+    )
+
+
+def reported(result: Result) -> set[int]:
+    return {found.violation.invariant for found in result.violations}
+
+
+def pods(h: Harness, prefix: str) -> list[dict]:
+    return sorted(
+        (p for p in h.store.list("pods")[0] if meta(p)["name"].startswith(prefix)),
+        key=lambda p: meta(p)["name"],
+    )
+
+
+def once(at: int, action):
+    def sabotage(h: Harness, cycle: int) -> None:
+        if cycle == at:
+            action(h)
+
+    return sabotage
+
+
+def test_the_fixed_workload_runs_clean():
+    result = play()
+    assert result.violations == [], [f.describe() for f in result.violations]
+    assert result.bound == 4  # two queued pods and the team gang
+
+
+def test_invariant_1_catches_a_pod_bound_to_a_second_node():
+    def rebind(h: Harness) -> None:
+        pod = next(p for p in pods(h, "team") if p["spec"].get("nodeName"))
+        other = "n2" if pod["spec"]["nodeName"] == "n1" else "n1"
+        h.store.mutate("pods", "sim", meta(pod)["name"], lambda p: p["spec"].update(nodeName=other))
+
+    result = play(once(10, rebind))
+    assert 1 in reported(result)
+    found = next(f for f in result.violations if f.violation.invariant == 1)
+    assert "was bound to" in found.violation.message and found.cycle == 10
+    assert "make simtest SEED=0" in found.describe()
+
+
+def test_invariant_1_catches_a_node_over_its_allocatable():
+    def overcommit(h: Harness) -> None:
+        pod = next(p for p in pods(h, "wide-gang"))
+        h.store.mutate("pods", "sim", meta(pod)["name"], lambda p: p["spec"].update(nodeName="n1"))
+
+    assert 1 in reported(play(once(10, overcommit)))
+
+
+def test_invariant_2_catches_a_queue_admitted_past_its_capability():
+    def admit(h: Harness) -> None:  # a waiting pod of the full queue bound anyway
+        pod = next(p for p in pods(h, "queued") if not p["spec"].get("nodeName"))
+        h.core.patch_namespaced_pod(meta(pod)["name"], "sim", {"spec": {"schedulingGates": None}})
+        h.store.mutate("pods", "sim", meta(pod)["name"], lambda p: p["spec"].update(nodeName="n2"))
+
+    result = play(once(10, admit))
+    assert 2 in reported(result)
+    assert any("queue/small" in f.violation.objects for f in result.violations)
+
+
+def test_invariant_3_catches_a_queue_wait_marked_unschedulable():
+    def mark(h: Harness) -> None:
+        waiting = [p for p in h.reports[-1].waiting if p.state is PodState.GATED]
+        assert waiting, "the run should have queue waits"
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        h.store.mutate(
+            "pods", "sim", waiting[0].name, lambda p: p["status"].update(conditions=[condition])
+        )
+
+    assert 3 in reported(play(once(10, mark)))
+
+
+def test_invariant_3_catches_a_node_shortfall_never_said():
+    def forget(h: Harness, cycle: int) -> None:  # the condition writer loses every write
+        if cycle >= 3:
+            h.store.mutate("pods", "sim", "huge", lambda p: p["status"].update(conditions=[]))
+
+    assert 3 in reported(play(forget))
+
+
+def test_invariant_4_catches_gates_never_removed():
+    def jam_then_free(h: Harness, cycle: int) -> None:
+        if cycle == 1:  # every gate removal is lost from now on
+
+            def lost(pod, *args, **kwargs):
+                raise ApiError(503, f"pod {pod}", "gate removal lost")
+
+            h.service.cluster.remove_scheduling_gate = lost
+            h.service.cluster.patch_pod = lost
+        if cycle == 3:  # a running pod of the full queue ends: room for a gated one
+            running = next(p for p in pods(h, "queued") if p["spec"].get("nodeName"))
+            h.store.delete("pods", "sim", meta(running)["name"])
+
+    result = play(jam_then_free, cycles=30)
+    assert 4 in reported(result)
+    found = next(f for f in result.violations if f.violation.invariant == 4)
+    assert "queue/small" in found.violation.objects
+
+
+def test_invariant_5_catches_a_stale_nomination():
+    def nominate(h: Harness, cycle: int) -> None:
+        if cycle >= 5:
+            h.store.mutate(
+                "pods", "sim", "huge", lambda p: p["status"].update(nominatedNodeName="n1")
+            )
+
+    result = play(nominate)
+    assert 5 in reported(result)
+
+
+def test_invariant_6_catches_half_a_gang_bound():
+    def half(h: Harness) -> None:
+        h.store.mutate("pods", "sim", "wide-gang-0", lambda p: p["spec"].update(nodeName="n2"))
+
+    result = play(once(10, half))
+    assert 6 in reported(result)
+    assert any("podgroup/sim/wide-gang" in f.violation.objects for f in result.violations)
+
+
+def test_invariant_7_catches_a_cycle_that_raises():
+    def broken(h: Harness) -> None:
+        def snapshot(now):
+            raise RuntimeError("the cache is broken")
+
+        h.service.cache.snapshot = snapshot
+
+    result = play(once(10, broken))
+    assert 7 in reported(result)
+    assert any("the cycle raised" in f.violation.message for f in result.violations)
+
+
+@pytest.mark.parametrize("autoscaler", ["cluster-autoscaler", "karpenter"])
+def test_invariant_8_catches_a_false_scale_up(autoscaler):
+    def lie(h: Harness, cycle: int) -> None:  # queue waits look like node shortfalls
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+
+        def ungated_unschedulable(pod: dict) -> None:
+            pod["status"]["conditions"] = [condition]
+            pod["spec"]["schedulingGates"] = []
+            # as big as a node: only a new node could take it
+            pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "8"}
+
+        for pod in pods(h, "queued"):
+            if not pod["spec"].get("nodeName"):
+                h.store.mutate("pods", "sim", meta(pod)["name"], ungated_unschedulable)
+
+    result = play(lie, cycles=40, autoscaler=autoscaler)
+    assert 8 in reported(result)
