@@ -33,11 +33,18 @@ from simcluster.autoscaler.common import ScalingGroup
 from simcluster.scenario_objects import (
     ScenarioError,
     Where,
+    api_check,
     build_node,
     build_workload_item,
     check_keys,
+    flag,
     make_node,
     need,
+    number,
+    optional_str,
+    resources,
+    string_map,
+    taints,
 )
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
@@ -68,11 +75,23 @@ class Scenario:
 
 
 def load_file(path: str | Path) -> Scenario:
+    """The scenario in ``path``; any file that is not one is a ScenarioError naming the file
+    and, past YAML, the item and the field."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not UTF-8: byte {exc.start}") from None
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer past 4300 digits
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: not valid YAML: nested too deeply") from None
     return parse(data, source=str(path))
 
 
@@ -97,10 +116,10 @@ def parse(data: Any, *, source: str = "<scenario>") -> Scenario:
     kubelet = data.get("kubelet") or {}
     check_keys(kubelet, {"startupDelay", "deleteCompletedPods"}, top.sub("kubelet"))
     scenario = Scenario(
-        name=str(data.get("name") or Path(source).stem),
-        description=str(data.get("description") or ""),
-        startup_delay=float(kubelet.get("startupDelay", 1.0)),
-        delete_completed=bool(kubelet.get("deleteCompletedPods", False)),
+        name=optional_str(data, "name", top) or Path(source).stem,
+        description=optional_str(data, "description", top) or "",
+        startup_delay=number(kubelet, "startupDelay", top.sub("kubelet"), 1.0, what="seconds"),
+        delete_completed=flag(kubelet, "deleteCompletedPods", top.sub("kubelet")),
     )
     for i, item in enumerate(_list(data, "namespaces", source)):
         scenario.namespaces.append(_namespace(item, Where(source, f"namespaces[{i}]")))
@@ -129,11 +148,14 @@ def _namespace(item: Any, where: Where) -> dict:
     check_keys(item, {"name", "labels"}, where)
     name = need(item, "name", str, where)
     where = where.named(name)
-    labels = item.get("labels") or {}
-    if not isinstance(labels, dict):
-        raise ScenarioError(f"{where}: labels: expected a map")
-    labels = {str(k): str(v) for k, v in labels.items()}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    labels = string_map(item, "labels", where)
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": labels},
+    }
+    api_check("namespaces", namespace, where)
+    return namespace
 
 
 def _queue(item: Any, where: Where) -> dict:
@@ -142,14 +164,15 @@ def _queue(item: Any, where: Where) -> dict:
     spec = item.get("spec") or {}
     if not isinstance(spec, dict):
         raise ScenarioError(f"{where.named(name)}: spec: expected a map")
-    spec.setdefault("weight", 1)
-    return {
+    queue = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "Queue",
         "metadata": {"name": name},
-        "spec": spec,
+        "spec": {"weight": 1, **spec},
         "status": {"state": "Open"},
     }
+    api_check("queues", queue, where.named(name))
+    return queue
 
 
 def _node_group(item: Any, where: Where) -> ScalingGroup:
@@ -158,30 +181,41 @@ def _node_group(item: Any, where: Where) -> ScalingGroup:
     where = where.named(name)
     template = item.get("template") or {}
     check_keys(template, {"labels", "taints", "capacity"}, where.sub("template"))
+    here = where.sub("template")
+    capacity = resources({"capacity": need(template, "capacity", dict, here)}, "capacity", here)
     try:
-        return ScalingGroup(
+        group = ScalingGroup(
             name=name,
-            labels={str(k): str(v) for k, v in (template.get("labels") or {}).items()},
-            taints=list(template.get("taints") or []),
-            capacity=dict(need(template, "capacity", dict, where.sub("template"))),
-            min_size=int(item.get("min", 0)),
-            max_size=int(item.get("max", 10)),
-            provision_delay=float(item.get("provisionDelay", 30.0)),
+            labels=string_map(template, "labels", here),
+            taints=taints(template, "taints", here),
+            capacity=capacity,
+            min_size=int(number(item, "min", where, 0, integer=True)),
+            max_size=int(number(item, "max", where, 10, integer=True)),
+            provision_delay=number(item, "provisionDelay", where, 30.0, what="seconds"),
         )
     except ValueError as exc:
         raise ScenarioError(f"{where}: {exc}") from None
+    api_check("nodes", group.template(), here)
+    return group
 
 
 def _check_unique(scenario: Scenario, source: str) -> None:
     seen: set[tuple[str, str, str]] = set()
-    objects = [("node", n) for n in scenario.nodes] + [
-        ("pod", p) for a in scenario.arrivals for p in a.pods
-    ]
+    objects = (
+        [("namespace", n) for n in scenario.namespaces]
+        + [("queue", q) for q in scenario.queues]
+        + [("node", n) for n in scenario.nodes]
+        + [("podgroup", g) for a in scenario.arrivals for g in a.podgroups]
+        + [("pod", p) for a in scenario.arrivals for p in a.pods]
+    )
     for kind, obj in objects:
         key = (kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         if key in seen:
             raise ScenarioError(f"{source}: {kind} {'/'.join(key[1:]).lstrip('/')}: defined twice")
         seen.add(key)
+    groups = {g.name for g in scenario.node_groups}
+    if len(groups) < len(scenario.node_groups):
+        raise ScenarioError(f"{source}: nodeGroups: a name is defined twice")
 
 
 def generate(

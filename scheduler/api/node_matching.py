@@ -66,7 +66,7 @@ def _requirement(raw: Any, *, obj: str, field: str, is_field: bool) -> Requireme
     allowed = _FIELD_OPERATORS if is_field else _LABEL_OPERATORS
     if not isinstance(key, str) or not key:
         raise ValueError(f"{obj}: {field}.key: must be a non-empty string")
-    if op not in allowed:
+    if not isinstance(op, str) or op not in allowed:
         raise ValueError(f"{obj}: {field}.operator: {op!r} is not one of {sorted(allowed)}")
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise ValueError(f"{obj}: {field}.values: must be a list of strings")
@@ -106,7 +106,12 @@ def required_terms(pod_spec: Mapping[str, Any], *, obj: str = "pod") -> tuple[Te
     """The pod's required node-affinity terms in canonical form; ``None`` when there are none."""
     spec = _spec_of(pod_spec)
     base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    node_affinity = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
+    affinity = spec.get("affinity") or {}
+    if not isinstance(affinity, Mapping):
+        raise ValueError(f"{obj}: spec.affinity: expected an object")
+    node_affinity = affinity.get("nodeAffinity") or {}
+    if not isinstance(node_affinity, Mapping):
+        raise ValueError(f"{obj}: spec.affinity.nodeAffinity: expected an object")
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return None
@@ -146,6 +151,9 @@ def _toleration(raw: Any, *, obj: str, field: str) -> Toleration:
         raise ValueError(f"{obj}: {field}: expected an object, got {raw!r}")
     key, value = raw.get("key") or "", raw.get("value") or ""
     operator, effect = raw.get("operator") or "Equal", raw.get("effect") or ""
+    for name, text in (("key", key), ("value", value), ("operator", operator), ("effect", effect)):
+        if not isinstance(text, str):
+            raise ValueError(f"{obj}: {field}.{name}: must be a string")
     if operator not in ("Equal", "Exists"):
         raise ValueError(f"{obj}: {field}.operator: {operator!r} is not Equal or Exists")
     if effect not in _EFFECTS:
@@ -171,11 +179,14 @@ def pod_constraints(pod_spec: Mapping[str, Any], *, obj: str | None = None) -> P
     """Parse (and validate) once; ``obj`` names the pod in errors (derived from a whole pod)."""
     obj = obj or _where(pod_spec if "spec" in pod_spec else None, "pod")
     spec = _spec_of(pod_spec)
+    node_name = spec.get("nodeName") or ""
+    if not isinstance(node_name, str):
+        raise ValueError(f"{obj}: spec.nodeName: must be a string")
     return PodConstraints(
         node_selector(spec, obj=obj),
         required_terms(spec, obj=obj),
         tolerations(spec, obj=obj),
-        spec.get("nodeName") or "",
+        node_name,
     )
 
 
@@ -194,8 +205,13 @@ _INT64 = re.compile(r"[+-]?[0-9]+")
 
 
 def _is_int(text: str) -> bool:
-    # Go's strconv.ParseInt: optional sign, decimal digits, no spaces or underscores.
-    return bool(_INT64.fullmatch(text)) and -(2**63) <= int(text) < 2**63
+    # Go's strconv.ParseInt: optional sign, decimal digits, no spaces or underscores (and no
+    # more than an int64 holds, said before Python's int() meets its 4300-digit limit).
+    return (
+        bool(_INT64.fullmatch(text))
+        and len(text.lstrip("+-").lstrip("0")) <= 19
+        and -(2**63) <= int(text) < 2**63
+    )
 
 
 def _label_matches(req: Requirement, labels: Mapping[str, str]) -> bool:

@@ -108,6 +108,33 @@ def test_a_full_scenario_parses_into_kubernetes_objects(tmp_path):
             "node n: defined twice",
         ),
         ("queues: {a: b}", "queues: expected a list"),
+        (
+            "workload: [{name: a, replicas: 1000000000}]",
+            "workload[0] (a): replicas: at most 100000",
+        ),
+        ("kubelet: {startupDelay: soon}", "scenario.kubelet: startupDelay: expected seconds >= 0"),
+        ('kubelet: {deleteCompletedPods: "false"}', "deleteCompletedPods: expected true or false"),
+        ("nodes: [{name: n, labels: [a], capacity: {cpu: 1}}]", "nodes[0]: labels: expected a map"),
+        (
+            "nodes: [{name: n, taints: [{key: k, effect: Sometimes}], capacity: {cpu: 1}}]",
+            "nodes[0].taints[0]: effect: expected one of NoSchedule, PreferNoSchedule, NoExecute",
+        ),
+        (
+            "queues: [{name: Q_1}]",
+            'queues[0] (Q_1): Queue.scheduling.volcano.sh "Q_1" is invalid: metadata.name: Invalid',
+        ),
+        (
+            "workload: [{name: a, labels: {app: has spaces}}]",
+            'workload[0] (a): Pod "a" is invalid: metadata.labels: Invalid value: "has spaces"',
+        ),
+        ("namespaces: [{name: a}, {name: a}]", "namespace a: defined twice"),
+        ("workload: [{name: a, at: .nan}]", "workload[0] (a): at: expected seconds >= 0, got nan"),
+        ("workload: [{name: a, affinity: {nodeAffinity: 1}}]", "spec.affinity.nodeAffinity"),
+        ("{1: a}", "scenario: 1: unknown field"),
+        (
+            "workload: [{name: a, tolerations: [{key: [1]}]}]",
+            "tolerations[0].key: must be a string",
+        ),
         ("- just a list", "expected a mapping at the top level"),
         ("name: [unclosed", "not valid YAML"),
     ],
@@ -117,6 +144,15 @@ def test_bad_files_are_refused_naming_the_file_item_and_field(tmp_path, text, me
         load_file(write(tmp_path, text))
     assert message in str(caught.value)
     assert str(tmp_path) in str(caught.value)
+
+
+def test_a_file_that_is_not_utf8_or_cannot_be_read_is_named(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\xe9".encode("latin-1"))
+    with pytest.raises(ScenarioError, match=r"latin1.yaml: not UTF-8: byte 9$"):
+        load_file(path)
+    with pytest.raises(ScenarioError, match=r": cannot be read: Is a directory$"):
+        load_file(tmp_path)
 
 
 def test_builtin_scenarios_resolve_and_unknown_names_are_explained():
