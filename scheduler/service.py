@@ -43,23 +43,30 @@ class CacheFeeder:
     def __init__(self, cache: SchedulerCache) -> None:
         self.cache = cache
         self.version = 0  # the newest resourceVersion applied (the simulated cluster's are ints)
+        self.versions: dict[str, int] = {}  # the same, per kind (each kind has its own watch)
 
     def on_add(self, kind: str, obj: dict) -> None:
         self._handler("add", kind)(obj)
-        self._seen(obj)
+        self._seen(kind, obj)
 
     def on_update(self, kind: str, old: dict, new: dict) -> None:
         self._handler("add", kind)(new)  # the cache's add replaces what it had
-        self._seen(new)
+        self._seen(kind, new)
 
     def on_delete(self, kind: str, obj: dict) -> None:
         self._handler("delete", kind)(obj)
-        self._seen(obj)
+        self._seen(kind, obj)
 
-    def _seen(self, obj: dict) -> None:
+    def _seen(self, kind: str, obj: dict) -> None:
         version = (obj.get("metadata") or {}).get("resourceVersion") or ""
         if version.isdigit():
             self.version = max(self.version, int(version))
+            self.versions[kind] = max(self.versions.get(kind, 0), int(version))
+
+    def caught_up(self, latest: Callable[[str], int]) -> bool:
+        """Every kind's watch has delivered up to ``latest(kind)`` (a kind's newest change):
+        one kind's newer event says nothing of another kind's watch."""
+        return all(self.versions.get(kind, 0) >= latest(kind) for kind in WATCHED_KINDS)
 
     def _handler(self, verb: str, kind: str) -> Callable[[dict], None]:
         singular = {"pods": "pod", "nodes": "node", "queues": "queue", "podgroups": "podgroup",

@@ -37,6 +37,9 @@ class RecordingClusterClient:
     def evict(self, pod: Obj, reason: str) -> None:
         self._call("evict", pod, reason)
 
+    def stamp_reservation(self, pod: Obj, reserved_at: str) -> None:
+        self._call("stamp_reservation", pod, reserved_at)
+
     def remove_scheduling_gate(self, pod: Obj, reserved_at: str | None = None) -> None:
         self._call("remove_scheduling_gate", pod, *([reserved_at] if reserved_at else []))
 

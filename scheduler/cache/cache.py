@@ -384,6 +384,10 @@ class SchedulerCache:
 
     # --- writes ----------------------------------------------------------------------------
 
+    def stamp_reservation(self, task: TaskInfo, stamp: str, client: ClusterClient) -> None:
+        what = f"stamp reservation {task.namespace}/{task.name}"
+        self._write(lambda: client.stamp_reservation(task.pod, stamp), what, task.uid)
+
     def note_gate_removed(self, task: TaskInfo) -> None:
         with self._lock:
             self._ungated[task.uid] = time.monotonic()

@@ -140,9 +140,7 @@ class ExtensionPoints:
         if plugin.enabled("enableReclaimable"):
             self.reclaimable_fns.append((plugin.tier, fn))
 
-    def add_victim_limit_fn(
-        self, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
-    ) -> None:
+    def add_victim_limit_fn(self, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]) -> None:
         """A last word on the victims preempt and reclaim chose (the pdb plugin): unlike a
         tier's vote, an empty answer means none, not "let the next tier decide"."""
         self.victim_limit_fns.append(fn)

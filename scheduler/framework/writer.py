@@ -137,9 +137,13 @@ class Writer:
             self._removed_inline.add(task.uid)
         else:
             # Queued, never awaited: a cycle does not wait for the round trip (the
-            # gate-controlled scheduling design's asynchronous removal).
+            # gate-controlled scheduling design's asynchronous removal). The reservation is
+            # stamped on the pod meanwhile (an asynchronous write of this process), so a second
+            # scheduler taking the next cycle sees the room held before the removal lands.
             self.gate_remover(task.namespace, task.name, task.uid, stamp)
             self.gates_queued += 1
+            if stamp is not None:
+                self.cache.stamp_reservation(task, stamp, self.client)
         self.cache.note_gate_removed(task)
 
     def pod_condition(self, task: TaskInfo, condition: dict[str, str]) -> None:

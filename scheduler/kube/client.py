@@ -144,6 +144,24 @@ class KubeClusterClient:
         )  # fmt: skip
         return json.loads(response.data)
 
+    def stamp_reservation(self, pod: Obj, reserved_at: str) -> None:
+        """Write when the pod's queue reservation began, ahead of its gate removal (queued to the
+        gates workers): another scheduler taking the next cycle sees the room is held. Only on
+        the pod that passed its check (a ``test`` of its uid: 422 on a replacement)."""
+        namespace, name = _meta(pod)
+        metadata = pod.get("metadata") or {}
+        patch: list[dict] = [{"op": "test", "path": "/metadata/uid", "value": metadata.get("uid")}]
+        if not metadata.get("annotations"):
+            value: Any = {QUEUE_RESERVATION_ANNOTATION: reserved_at}
+            patch.append({"op": "add", "path": "/metadata/annotations", "value": value})
+        else:
+            path = "/metadata/annotations/" + QUEUE_RESERVATION_ANNOTATION.replace("/", "~1")
+            patch.append({"op": "add", "path": path, "value": reserved_at})
+        self._request(
+            f"pod {namespace}/{name}", self.core.patch_namespaced_pod, name, namespace, patch,
+            _content_type=JSON_PATCH,
+        )  # fmt: skip
+
     def remove_scheduling_gate(self, pod: Obj, reserved_at: str | None = None) -> None:
         """The bind path's synchronous safety net (gate-controlled scheduling design): remove
         our gate now (marking when the pod's reservation began, when given).

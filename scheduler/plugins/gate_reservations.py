@@ -28,7 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from scheduler.api.helpers import has_queue_allocation_gate_annotation, reservation_since
+from scheduler.api.helpers import (
+    has_only_volcano_scheduling_gate,
+    has_queue_allocation_gate_annotation,
+    reservation_since,
+)
 from scheduler.api.job_info import JobInfo
 from scheduler.api.quantity import CPU, MEMORY
 from scheduler.api.resource import Resource, res_min
@@ -96,8 +100,12 @@ class GateReservations:
         """Sluice let ``task`` through its queue and it still waits: a reservation, unless it
         expired (None in ``ssn.reservations``)."""
         ssn = self.ssn
-        if task.sch_gated or not has_queue_allocation_gate_annotation(task.pod):
+        if not has_queue_allocation_gate_annotation(task.pod):
             return False
+        if task.sch_gated and not (
+            has_only_volcano_scheduling_gate(task.pod) and reservation_since(task.pod) is not None
+        ):
+            return False  # gated, and no removal of ours on its way (stamped ahead of it)
         if task.uid not in ssn.reservations:
             since = reservation_since(task.pod)
             if since is None or since > ssn.now + CLOCK_SKEW:

@@ -36,9 +36,7 @@ class PdbPlugin(Plugin):
         self.ssn = ssn
         self.budgets: list[DisruptionBudget] = list(ssn.disruption_budgets)
         self.releasing_at_open = {
-            uid
-            for job in ssn.jobs.values()
-            for uid in job.index.get(TaskStatus.RELEASING, {})
+            uid for job in ssn.jobs.values() for uid in job.index.get(TaskStatus.RELEASING, {})
         }
         self.evicted: dict[str, TaskInfo] = {}  # decided by this session, not undone
         if not self.budgets:

@@ -67,8 +67,8 @@ def start_service(sim, config: SchedulerConfig | None = None, **kwargs) -> Sched
 
 def settle(sim, service: SchedulerService) -> None:
     """Wait until the scheduler's informers have seen everything the cluster holds."""
-    target = sim.store.latest_version(WATCHED_KINDS)
-    wait_until(lambda: service.feeder.version >= target, timeout=5)
+    target = {kind: sim.store.latest_version([kind]) for kind in WATCHED_KINDS}
+    wait_until(lambda: service.feeder.caught_up(target.__getitem__), timeout=5)
 
 
 def cycle(sim, service: SchedulerService):

@@ -45,15 +45,15 @@ class TwoWorkers(Harness):
     def cycle(self):
         service = (self.service, self.other)[self.turn % 2]
         self.turn += 1
-        target = self.store.latest_version(WATCHED_KINDS)
-        wait_until(lambda: service.feeder.version >= target, timeout=10)
+        target = {kind: self.store.latest_version([kind]) for kind in WATCHED_KINDS}
+        wait_until(lambda: service.feeder.caught_up(target.__getitem__), timeout=10)
         report = service.run_once()
         assert service.cache.wait_for_writes(10)
         if self.turn % 2 == 0:
             self.broker.drain(service.cluster)
-        target = self.store.latest_version(WATCHED_KINDS)
+        target = {kind: self.store.latest_version([kind]) for kind in WATCHED_KINDS}
         for each in (self.service, self.other):
-            wait_until(lambda each=each: each.feeder.version >= target, timeout=10)
+            wait_until(lambda each=each: each.feeder.caught_up(target.__getitem__), timeout=10)
         check_cycle(report, store_conditions(self.store))
         self.reports.append(report)
         return report

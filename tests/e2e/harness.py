@@ -98,8 +98,9 @@ class Harness:
         )
 
     def settle(self) -> None:
-        target = self.store.latest_version(WATCHED_KINDS)
-        wait_until(lambda: self.service.feeder.version >= target, timeout=10)
+        """Wait until each kind's watch has delivered that kind's latest change."""
+        targets = {kind: self.store.latest_version([kind]) for kind in WATCHED_KINDS}
+        wait_until(lambda: self.service.feeder.caught_up(targets.__getitem__), timeout=10)
 
     def cycle(self) -> CycleReport:
         self.settle()

@@ -86,8 +86,9 @@ def test_queued_gate_removal_is_not_awaited_and_bind_removes_the_gate_if_still_t
         gate_remover=lambda ns, name, uid, since: queued.append((ns, name, uid)),
     )  # fmt: skip
     assert [q[:2] for q in queued] == [("ns", "p")]
-    # The queued removal has not run: the bind path removes the gate synchronously first.
-    assert [c[0] for c in client.calls] == ["remove_scheduling_gate", "bind"]
+    # The queued removal has not run: its reservation is stamped on the pod meanwhile, and the
+    # bind path removes the gate synchronously first.
+    assert [c[0] for c in client.calls] == ["stamp_reservation", "remove_scheduling_gate", "bind"]
     assert report.gates == {"queued": 1, "at_bind": 1}
 
 
