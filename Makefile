@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-.PHONY: setup run run-fresh test lint bench screenshots clean
+.PHONY: setup run run-fresh test lint bench screenshots clean simtest
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ lint: $(VENV)/.installed
 
 test: setup lint
 	$(PY) -m pytest
+
+# Deterministic simulation test (tests/simtest): SEEDS=N seeds (default 20), or SEED=n to replay
+# one; FAULTS=all (default), none, or kinds (conflict=0.05,watchGone=0.5,...).
+simtest: $(VENV)/.installed
+	$(PY) -m tests.simtest $(if $(SEED),--seed $(SEED),--seeds $(or $(SEEDS),20)) $(if $(FAULTS),--faults $(FAULTS),)
 
 bench: setup
 	$(PY) -m bench

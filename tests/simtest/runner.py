@@ -67,6 +67,7 @@ class Result:
     violations: list[Found] = field(default_factory=list)
     seconds: float = 0.0
     autoscaler: str = "none"
+    fault_log: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         faults = sum(self.faults.values())
@@ -139,6 +140,7 @@ def run(
             if stop_at_first and result.violations:
                 break
         result.faults = injector.summary()
+        result.fault_log = list(injector.log)
         pods = h.store.list("pods")[0]
         result.pods = workload_pod_count(workload)
         result.bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
