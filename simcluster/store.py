@@ -30,6 +30,7 @@ KINDS: dict[str, bool] = {
     "podgroups": True,
     "priorityclasses": False,
     "poddisruptionbudgets": True,
+    "leases": True,
 }
 
 

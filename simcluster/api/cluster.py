@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simcluster.api import poddisruptionbudgets, pods, priority, validation
+from simcluster.api import leases, poddisruptionbudgets, pods, priority, validation
 from simcluster.api.errors import (
     ApiError,
     bad_request,
@@ -113,6 +113,8 @@ class Cluster:
             priority.validate_priority_class(obj)
         if plural == "configmaps":
             validation.validate_config_map(obj)
+        if plural == "leases":
+            leases.validate_lease(obj)
         validation.validate_custom_quantities(resource, obj)
         validation.validate_labels(resource, obj)
         if plural == "priorityclasses":  # validating admission, after validation
@@ -219,6 +221,8 @@ class Cluster:
                 validation.validate_pod_update(current, new)
             if resource.plural == "configmaps":
                 validation.validate_config_map(new)
+            if resource.plural == "leases":
+                leases.validate_lease(new)
             validation.validate_custom_quantities(resource, new, current)
             validation.validate_labels(resource, new)
             if resource.plural == "priorityclasses":

@@ -9,6 +9,7 @@ VOLCANO_VERSION = "v1beta1"
 VOLCANO_GROUP_VERSION = f"{VOLCANO_GROUP}/{VOLCANO_VERSION}"
 SCHEDULING_GROUP = "scheduling.k8s.io"  # Kubernetes' own: PriorityClass
 POLICY_GROUP = "policy"  # Kubernetes' own: PodDisruptionBudget
+COORDINATION_GROUP = "coordination.k8s.io"  # Kubernetes' own: Lease (leader election)
 CUSTOM_GROUPS = frozenset({VOLCANO_GROUP})  # served as CustomResourceDefinitions would be
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
@@ -67,6 +68,7 @@ RESOURCES: dict[str, Resource] = {
             ("pdb",),
             "poddisruptionbudget",
         ),
+        Resource("leases", "Lease", COORDINATION_GROUP, "v1", True, (), "lease", ()),
     )
 }
 

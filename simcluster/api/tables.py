@@ -209,6 +209,7 @@ COLUMNS: dict[str, list[Column]] = {
         ),
         AGE,
     ],
+    "leases": [NAME, ("Holder", "string", 0, _field("spec", "holderIdentity", default="")), AGE],
 }
 
 
