@@ -207,7 +207,9 @@ def queue_reports(ssn: Session) -> list[QueueReport]:
     reports = []
     for name in sorted(ssn.queues):
         counts = dict.fromkeys(COUNTED_STATES, 0)
+        podgroups: dict[str, int] = {}
         for job in jobs_by_queue.get(name, ()):
+            podgroups[job.phase] = podgroups.get(job.phase, 0) + 1
             for task in job.tasks.values():
                 state = _counted_state(ssn, task)
                 if state is not None:
@@ -217,6 +219,7 @@ def queue_reports(ssn: Session) -> list[QueueReport]:
             name,
             parent=queue.parent or "",
             counts=counts,
+            podgroups=podgroups,
             implicit=queue.is_implicit,
             spec_capability=dict(queue.spec_capability),
             spec_deserved=dict(queue.spec_deserved),

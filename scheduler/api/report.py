@@ -159,6 +159,9 @@ class QueueReport:
     share: float = 0.0
     over_deserved: bool = False
     counts: dict[PodState, int] = field(default_factory=dict)  # its own jobs' pods only
+    # Its own jobs by PodGroup phase after the cycle (Pending, Inqueue, Running, …): what
+    # Volcano's queue status counts.
+    podgroups: dict[str, int] = field(default_factory=dict)
     implicit: bool = False
     spec_capability: dict[str, str] = field(default_factory=dict)
     spec_deserved: dict[str, str] = field(default_factory=dict)
@@ -183,6 +186,7 @@ class QueueReport:
             "share": self.share,
             "over_deserved": self.over_deserved,
             "counts": {state.value: n for state, n in self.counts.items()},
+            "podgroups": dict(self.podgroups),
             "implicit": self.implicit,
             "spec_capability": dict(self.spec_capability),
             "spec_deserved": dict(self.spec_deserved),
@@ -206,6 +210,7 @@ class QueueReport:
             share=float(data.get("share") or 0.0),
             over_deserved=bool(data.get("over_deserved")),
             counts={PodState(k): int(v) for k, v in (data.get("counts") or {}).items()},
+            podgroups={str(k): int(v) for k, v in (data.get("podgroups") or {}).items()},
             implicit=bool(data.get("implicit")),
             spec_capability=_strings(data.get("spec_capability")),
             spec_deserved=_strings(data.get("spec_deserved")),
