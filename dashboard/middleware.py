@@ -12,8 +12,9 @@ from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
-# Always open: Kubernetes probes and the API server's admission calls carry no session.
-OPEN_PATH_PREFIXES = ("/healthz", "/webhooks/")
+# Always open: Kubernetes probes, Prometheus' scrapes and the API server's admission calls
+# carry no session.
+OPEN_PATH_PREFIXES = ("/healthz", "/metrics", "/webhooks/")
 
 
 class RequireLoginMiddleware(LoginRequiredMiddleware):

@@ -278,8 +278,8 @@ if not DEBUG:
 
 # -- Production behind TLS (README: Production). Off by default: plain HTTP keeps working. -----
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-# Kubernetes probes speak plain HTTP to the pod: never redirect them.
-SECURE_REDIRECT_EXEMPT = [r"^healthz"]
+# Kubernetes probes and Prometheus speak plain HTTP to the pod: never redirect them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz", r"^metrics$"]
 SECURE_HSTS_SECONDS = int(env_float("SECURE_HSTS_SECONDS", 0))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)

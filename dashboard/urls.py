@@ -5,6 +5,7 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from dashboard import views, webhooks
+from dashboard.views.metrics import metrics_view
 
 urlpatterns = [
     path("", views.overview, name="overview"),
@@ -22,6 +23,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("healthz/ready", views.health.healthz_ready, name="healthz-ready"),
     path("healthz/scheduler", views.health.healthz_scheduler, name="healthz-scheduler"),
+    path("metrics", metrics_view, name="metrics"),
     path("webhooks/mutate-pods", webhooks.mutate_pods, name="mutate-pods"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

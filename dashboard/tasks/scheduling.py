@@ -15,7 +15,7 @@ from celery import current_task, shared_task
 from django.conf import settings
 from kubernetes.config import ConfigException
 
-from dashboard import kube
+from dashboard import kube, metrics
 from dashboard.health import broker_client
 from dashboard.services import gate_stats
 from dashboard.services.heartbeat import LeaderHeartbeat, worker_identity
@@ -109,6 +109,7 @@ def run_cycle() -> dict | None:
     if not ran or report is None:
         return None
     gate_stats.add(report.gates)
+    metrics.record_cycle(client, report)  # /metrics (dashboard.metrics)
     # History and the pages' live state; a failed cycle too, so the pages and /healthz say so.
     store_cycle_report.delay(report.to_json())
     summary = {

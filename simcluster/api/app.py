@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
@@ -21,6 +22,7 @@ from simcluster.api.server import ApiServer
 from simcluster.api.webhook import Webhook
 from simcluster.bootstrap import ensure_system_namespace
 from simcluster.catalog import resolve
+from simcluster.metrics import exposition as simulation_metrics
 from simcluster.persistence import Journal, SavedState, read_state
 from simcluster.runtime import Simulation
 from simcluster.store import AlreadyExists, Store
@@ -87,6 +89,7 @@ def build(options: SimClusterOptions) -> SimCluster:
     if restored is not None and restored.simulation:
         simulation.resume(restored.simulation)
     server = ApiServer(cluster, host=options.host, port=options.port)
+    server.metrics = functools.partial(simulation_metrics, simulation)
     return SimCluster(store, cluster, server, simulation, options, restored=restored)
 
 

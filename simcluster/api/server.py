@@ -12,6 +12,7 @@ import logging
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +40,8 @@ class ApiServer:
             raise ValueError(f"the simulated API server binds loopback only, not {host!r}")
         self.cluster = cluster
         self.faults: Faults | None = None  # seeded faults (simcluster.faults), off by default
+        # GET /metrics: Prometheus text (simcluster.metrics), when set; else a 404 as any path.
+        self.metrics: Callable[[], bytes] | None = None
         self.stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -170,6 +173,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body()
             url = urlsplit(self.path)
+            if method == "GET" and url.path == "/metrics" and self.api.metrics is not None:
+                self._send_text(200, self.api.metrics())
+                return
             context = RequestContext(
                 method=method,
                 path=url.path,
@@ -203,6 +209,13 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(payload if payload is not None else {}).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_text(self, code: int, data: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
