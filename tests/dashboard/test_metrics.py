@@ -251,3 +251,30 @@ def test_the_scheduler_worker_records_each_cycle(settings, sim, tmp_path, schedu
     attempts = families["volcano_schedule_attempts"]
     assert value(attempts, "volcano_schedule_attempts_total", result="scheduled") == 3
     assert value(families["sluice_cycles"], "sluice_cycles_total", result="succeeded") == 1
+
+
+def test_the_grafana_dashboard_queries_only_exported_series():
+    import json
+    import re
+    from pathlib import Path
+
+    exported = set()
+    for d in metrics.DEFINITIONS:
+        if d.kind == "histogram":
+            exported |= {f"{d.name}_bucket", f"{d.name}_sum", f"{d.name}_count"}
+        else:
+            exported.add(d.name)
+    exported.add("sluice_gate_removals_total")
+    exported |= {
+        f"sluice_sim_{n}_total"
+        for n in ("scale_ups", "false_scale_ups", "wasted_node_seconds", "scale_downs")
+    }
+    path = Path(__file__).parents[2] / "deploy" / "grafana" / "sluice-dashboard.json"
+    dashboard = json.loads(path.read_text())
+    used = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"\b(?:volcano|sluice)_\w+", target["expr"])
+    }
+    assert used and used <= exported, used - exported
