@@ -1,13 +1,22 @@
-"""Mutating admission: call a webhook with an AdmissionReview v1, as kube-apiserver does."""
+"""Mutating admission: call a webhook with an AdmissionReview v1, as kube-apiserver does.
+
+Over HTTPS the server certificate must chain to the configuration's ``caBundle`` (PEM; the
+system's roots when it is empty) and name the host of the URL — for a ``clientConfig.service``,
+``<name>.<namespace>.svc`` (k8s.io/apiserver pkg/util/webhook: ``ClientManager.HookClient``).
+``dial`` stands in for the cluster's DNS: the address connected to, while the name verified
+stays the URL's host.
+"""
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
-import urllib.error
-import urllib.request
+import socket
+import ssl
 import uuid
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import jsonpatch
 
@@ -23,6 +32,31 @@ class Webhook:
     failure_policy: str = "Fail"  # or "Ignore"
     timeout_seconds: float = 10.0
     name: str = WEBHOOK_NAME
+    ca_bundle: bytes = b""  # PEM certificates trusted for an https URL; empty: the system's
+    dial: tuple[str, int] | None = None  # connect here instead of the URL's host and port
+
+    @classmethod
+    def from_configuration(cls, webhook: dict, *, dial: tuple[str, int] | None = None) -> Webhook:
+        """One entry of a MutatingWebhookConfiguration's ``webhooks``, as kube-apiserver reads
+        it: ``clientConfig.url``, or ``service`` as ``https://<name>.<namespace>.svc:<port><path>``
+        (port 443 by default), its ``caBundle`` (base64 of PEM), failurePolicy (default Fail)
+        and timeoutSeconds (default 10)."""
+        client_config = webhook.get("clientConfig") or {}
+        url = client_config.get("url")
+        if not url:
+            service = client_config["service"]
+            url = (
+                f"https://{service['name']}.{service['namespace']}.svc:"
+                f"{service.get('port', 443)}{service.get('path', '')}"
+            )
+        return cls(
+            url=url,
+            failure_policy=webhook.get("failurePolicy", "Fail"),
+            timeout_seconds=float(webhook.get("timeoutSeconds", 10)),
+            name=webhook["name"],
+            ca_bundle=base64.b64decode(client_config.get("caBundle") or ""),
+            dial=dial,
+        )
 
 
 def admission_review(resource: dict, kind: dict, namespace: str, obj: dict) -> dict:
@@ -68,16 +102,10 @@ def mutate_pod(webhook: Webhook | None, namespace: str, pod: dict) -> dict:
 
 
 def _call(webhook: Webhook, review: dict) -> dict:
-    request = urllib.request.Request(
-        webhook.url,
-        data=json.dumps(review).encode(),
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=webhook.timeout_seconds) as reply:
-            body = json.loads(reply.read())
-    except (OSError, ValueError) as error:  # URLError, timeouts and bad JSON
+        body = json.loads(_post(webhook, json.dumps(review).encode()))
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        # refused connections, timeouts, a certificate the caBundle does not trust, bad JSON
         raise _call_failed(webhook, f"failed to call webhook: {error}") from None
     response = body.get("response") if isinstance(body, dict) else None
     if not isinstance(response, dict):
@@ -85,6 +113,57 @@ def _call(webhook: Webhook, review: dict) -> dict:
     if response.get("uid") != review["request"]["uid"]:
         raise _call_failed(webhook, "expected response.uid to match the request.uid")
     return response
+
+
+def _post(webhook: Webhook, data: bytes) -> bytes:
+    url = urlsplit(webhook.url)
+    host = url.hostname or ""
+    connection: http.client.HTTPConnection
+    if url.scheme == "https":
+        context = ssl.create_default_context(cadata=webhook.ca_bundle.decode() or None)
+        connection = _HTTPSConnection(
+            host, url.port or 443, timeout=webhook.timeout_seconds, context=context
+        )
+    elif url.scheme == "http":
+        connection = _HTTPConnection(host, url.port or 80, timeout=webhook.timeout_seconds)
+    else:
+        raise ValueError(f"unsupported URL scheme {url.scheme!r}")
+    connection.dial = webhook.dial
+    path = url.path + (f"?{url.query}" if url.query else "")
+    try:
+        connection.request(
+            "POST",
+            path or "/",
+            body=data,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        reply = connection.getresponse()
+        body = reply.read()
+        if reply.status != 200:
+            raise ValueError(f"HTTP {reply.status}: {body[:200]!r}")
+        return body
+    finally:
+        connection.close()
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    dial: tuple[str, int] | None = None
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection(self.dial or (self.host, self.port), self.timeout)
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    dial: tuple[str, int] | None = None
+
+    def __init__(self, host: str, port: int, *, timeout: float, context: ssl.SSLContext):
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._tls = context
+
+    def connect(self) -> None:
+        sock = socket.create_connection(self.dial or (self.host, self.port), self.timeout)
+        # The name verified is the URL's host, wherever the connection went.
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def _call_failed(webhook: Webhook, detail: str) -> ApiError:
