@@ -1,9 +1,20 @@
-"""In-memory object store with Kubernetes' optimistic concurrency and an ordered watch log.
+"""In-memory object store with Kubernetes' optimistic concurrency and per-kind watch logs.
 
 Objects are plain Kubernetes JSON dicts. Every write gets the next cluster-wide
-``resourceVersion``; a write that carries a stale one raises ``Conflict``. Watchers read the
-log from a resourceVersion on; a version older than the log keeps raises ``Gone`` (HTTP 410),
-so a client must relist, exactly as against a real kube-apiserver.
+``resourceVersion``; a write that carries a stale one raises ``Conflict``. Each kind keeps its
+own log of changes ordered by resourceVersion, as kube-apiserver's watch cache keeps one per
+resource (``k8s.io/apiserver/pkg/storage/cacher``): a watcher reads only what is new for its
+kind, from the end of that kind's log. A version older than the log keeps raises ``Gone``
+(HTTP 410), so a client must relist, exactly as against a real kube-apiserver.
+
+Lists copy only what they return, in key order (namespace, name), as etcd returns them, and
+page with ``limit`` and ``continue`` as kube-apiserver does: a continue token names the
+resourceVersion of the first page and the last key returned; later pages are that
+resourceVersion's snapshot (rebuilt from the kind's log, the way etcd's MVCC serves an older
+revision), and a token whose version the log no longer covers is ``Expired`` (410).
+
+A stored object is never changed in place: a write stores a new dict. So watch events carry
+the stored dicts themselves (no copy per event), and only what leaves the store is copied.
 
 The store knows nothing of HTTP and enforces no pod rules: the API layer validates before it
 writes, and the kubelet and autoscaler simulations use the store directly.
@@ -11,7 +22,11 @@ writes, and the kubelet and autoscaler simulations use the store directly.
 
 from __future__ import annotations
 
+import base64
+import bisect
 import copy
+import heapq
+import json
 import threading
 import uuid
 from collections import deque
@@ -32,6 +47,8 @@ KINDS: dict[str, bool] = {
     "poddisruptionbudgets": True,
     "leases": True,
 }
+
+Key = tuple[str, str]  # (namespace or "", name)
 
 
 class StoreError(Exception):
@@ -57,18 +74,53 @@ class Gone(StoreError):
     code, reason = 410, "Expired"
 
 
+class InvalidContinue(StoreError):
+    code, reason = 400, "BadRequest"
+
+
+class ContinueExpired(Gone):
+    """A continue token older than the kind's log; ``fresh`` continues from the present (an
+    inconsistent list), as kube-apiserver puts in the 410's ``metadata.continue``."""
+
+    def __init__(self, message: str, fresh: str) -> None:
+        super().__init__(message)
+        self.fresh = fresh
+
+
+# kube-apiserver's wording (k8s.io/apiserver/pkg/storage/etcd3/store.go, GetList).
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
+)
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     resource_version: int
     kind: str
     type: str  # ADDED, MODIFIED, DELETED
     object: dict
-    # The object before a MODIFIED write, so a filtered watch can tell an object that stopped
-    # matching its selector (sent as DELETED, as kube-apiserver does) from one that changed.
+    # The object before a MODIFIED or DELETED write, so a filtered watch can tell an object
+    # that stopped matching its selector (sent as DELETED, as kube-apiserver does) from one
+    # that changed, and a paged list can read an older snapshot.
     previous: dict | None = None
 
 
-def object_key(obj: dict) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Page:
+    """One page of a list: ``continue_`` is empty on the last page; ``remaining`` counts the
+    objects after this page (None when a filter was given: unknown, as in kube-apiserver)."""
+
+    items: list[dict]
+    resource_version: int
+    continue_: str = ""
+    remaining: int | None = None
+
+
+def object_key(obj: dict) -> Key:
     meta = obj.get("metadata") or {}
     return meta.get("namespace") or "", meta.get("name") or ""
 
@@ -82,16 +134,69 @@ def utc_timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def clone(value: object) -> object:
+    """A deep copy of JSON data (dicts, lists, scalars), several times faster than
+    ``copy.deepcopy``; anything else is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _IMMUTABLE else clone(v) for k, v in value.items()}  # type: ignore[attr-defined]
+    if kind is list:
+        return [v if type(v) in _IMMUTABLE else clone(v) for v in value]  # type: ignore[attr-defined]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
+def _copy(obj: dict) -> dict:
+    return clone(obj)  # type: ignore[return-value]
+
+
+class _KindLog:
+    """One kind's changes, oldest first; ``compacted`` is the newest version it dropped."""
+
+    def __init__(self, size: int) -> None:
+        self.events: deque[WatchEvent] = deque(maxlen=size)
+        self.compacted = 0
+        self.changed: threading.Condition | None = None
+
+    def append(self, event: WatchEvent) -> None:
+        if self.events.maxlen is not None and len(self.events) == self.events.maxlen:
+            self.compacted = self.events[0].resource_version
+        self.events.append(event)
+
+    def since(self, resource_version: int) -> list[WatchEvent]:
+        """Events after ``resource_version``, read from the newest back: costs what is new."""
+        newer: list[WatchEvent] = []
+        for event in reversed(self.events):
+            if event.resource_version <= resource_version:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
+
+    @property
+    def latest(self) -> int:
+        return self.events[-1].resource_version if self.events else 0
+
+
 class Store:
     """Thread-safe store of every kind in ``KINDS``; all reads and writes return copies."""
 
     def __init__(self, now: Callable[[], float], *, watch_log_size: int = 20_000) -> None:
         self._now = now
-        self._objects: dict[str, dict[tuple[str, str], dict]] = {kind: {} for kind in KINDS}
-        self._log: deque[WatchEvent] = deque(maxlen=watch_log_size)
+        self._objects: dict[str, dict[Key, dict]] = {kind: {} for kind in KINDS}
+        self._keys: dict[str, list[Key]] = {kind: [] for kind in KINDS}  # sorted
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # any change
+        self._logs: dict[str, _KindLog] = {kind: _KindLog(watch_log_size) for kind in KINDS}
+        for kind_log in self._logs.values():
+            kind_log.changed = threading.Condition(self._lock)  # this kind's changes
         self._rv = 0
-        self._changed = threading.Condition()
         self._observers: list[Callable[[WatchEvent], None]] = []
+        self.generation = 0  # counts ``load``s: what a controller read before one is stale
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -102,38 +207,121 @@ class Store:
     def latest_version(self, kinds: Iterable[str]) -> int:
         """The resourceVersion of the newest change to any of ``kinds`` still in the log: what
         a watcher of those kinds has seen once it is caught up."""
-        wanted = set(kinds)
-        with self._changed:
-            for event in reversed(self._log):
-                if event.kind in wanted:
-                    return event.resource_version
-        return 0
+        with self._lock:
+            return max((self._logs[kind].latest for kind in kinds), default=0)
 
     def get(self, kind: str, namespace: str, name: str) -> dict:
-        with self._changed:
+        with self._lock:
             obj = self._objects[kind].get((namespace if KINDS[kind] else "", name))
             if obj is None:
                 raise NotFound(
                     f"{describe(kind, namespace if KINDS[kind] else '', name)} not found"
                 )
-            return copy.deepcopy(obj)
+            return _copy(obj)
+
+    def count(self, kind: str) -> int:
+        return len(self._objects[kind])
+
+    def peek(self, kind: str, namespace: str, name: str) -> dict | None:
+        """The stored object itself, or None: for the simulation's controllers, which must
+        not change it (a write stores a new dict; this one stays as it is)."""
+        return self._objects[kind].get((namespace if KINDS[kind] else "", name))
+
+    def peek_all(self, kind: str) -> list[dict]:
+        """Every stored object of ``kind`` itself (not copies; see ``peek``)."""
+        with self._lock:
+            return list(self._objects[kind].values())
 
     def list(self, kind: str, namespace: str | None = None) -> tuple[list[dict], int]:
         """Every object of ``kind`` (in ``namespace`` when given) and the version listed at."""
-        with self._changed:
-            items = [
-                copy.deepcopy(obj)
-                for (ns, _), obj in sorted(self._objects[kind].items())
-                if namespace is None or ns == namespace
-            ]
-            return items, self._rv
+        page = self.list_page(kind, namespace)
+        return page.items, page.resource_version
+
+    def list_page(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        match: Callable[[dict], bool] | None = None,
+        limit: int = 0,
+        continue_: str = "",
+    ) -> Page:
+        """Objects of ``kind`` in key order that ``match`` (all when None), at most ``limit``
+        (0: no limit), from ``continue_`` on; only the objects returned are copied."""
+        with self._lock:
+            keys = self._keys[kind]
+            if KINDS[kind] and namespace:
+                low = bisect.bisect_left(keys, (namespace, ""))
+                high = bisect.bisect_left(keys, (namespace + "\x00", ""))
+            else:
+                low, high = 0, len(keys)
+            version, overlay, after = self._rv, {}, None
+            if continue_:
+                version, after = self._decode_continue(kind, continue_)
+                overlay = self._snapshot_overlay(kind, version)
+                low = max(low, bisect.bisect_right(keys, after))
+            objects = self._objects[kind]
+            # Keys deleted since the snapshot are in the overlay only: merge them in order.
+            gone = sorted(
+                k
+                for k in overlay
+                if k not in objects
+                and (after is None or k > after)
+                and (not KINDS[kind] or not namespace or k[0] == namespace)
+            )
+            in_range = (keys[i] for i in range(low, high))
+            candidates = heapq.merge(in_range, gone) if gone else in_range
+            items: list[dict] = []
+            last: Key | None = None
+            more = False
+            for key in candidates:
+                obj = overlay[key] if key in overlay else objects[key]
+                if obj is None or (match is not None and not match(obj)):
+                    continue
+                if limit and len(items) == limit:
+                    more = True
+                    break
+                items.append(_copy(obj))
+                last = key
+            token, remaining = "", None
+            if more and last is not None:
+                token = _encode_continue(version, last, KINDS[kind])
+                if match is None:
+                    remaining = high - bisect.bisect_right(keys, last, low, high)
+            return Page(items, version, token, remaining)
+
+    def _decode_continue(self, kind: str, token: str) -> tuple[int, Key]:
+        try:
+            raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            if raw.get("v") != "meta.k8s.io/v1":
+                raise ValueError(f"unsupported version {raw.get('v')!r}")
+            version, start = int(raw["rv"]), str(raw["start"])
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise InvalidContinue(f"invalid continue token: {error}") from None
+        start = start.removesuffix("\x00")
+        namespace, _, name = start.rpartition("/") if KINDS[kind] else ("", "", start)
+        key = (namespace, name)
+        if version < self._logs[kind].compacted or version > self._rv:
+            raise ContinueExpired(CONTINUE_EXPIRED, _encode_continue(self._rv, key, KINDS[kind]))
+        return version, key
+
+    def _snapshot_overlay(self, kind: str, version: int) -> dict[Key, dict | None]:
+        """What differs between the present and ``version``: each key changed since, with its
+        object at ``version`` (None where it did not exist yet)."""
+        overlay: dict[Key, dict | None] = {}
+        for event in self._logs[kind].since(version):
+            key = object_key(event.object)
+            if key not in overlay:
+                overlay[key] = None if event.type == "ADDED" else event.previous
+        return overlay
 
     # -- writes ------------------------------------------------------------------------------
 
     def add_observer(self, observer: Callable[[WatchEvent], None]) -> None:
         """Call ``observer`` with every change, under the lock, before the write returns (the
         simulation's controllers that must never lag, e.g. the disruption controller). It may
-        write: its own writes reach every observer too."""
+        write: its own writes reach every observer too. It must not change the event's
+        objects (they are the stored ones)."""
         self._observers.append(observer)
 
     def locked(self) -> threading.Condition:
@@ -141,24 +329,28 @@ class Store:
         return self._changed
 
     def create(self, kind: str, obj: dict) -> dict:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         meta = obj.setdefault("metadata", {})
         if not KINDS[kind]:
             meta.pop("namespace", None)
         key = object_key(obj)
-        with self._changed:
+        with self._lock:
             if key in self._objects[kind]:
                 raise AlreadyExists(f"{describe(kind, *key)} already exists")
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", utc_timestamp(self._now()))
             meta.pop("deletionTimestamp", None)
+            bisect.insort(self._keys[kind], key)
             return self._write(kind, key, obj, "ADDED")
 
     def update(self, kind: str, obj: dict, *, check_version: bool = True) -> dict:
         """Replace an object. A ``metadata.resourceVersion`` that is not current is a Conflict."""
-        obj = copy.deepcopy(obj)
+        return self._update(kind, _copy(obj), check_version)
+
+    def _update(self, kind: str, obj: dict, check_version: bool) -> dict:
+        """``update`` of an ``obj`` the store may keep (already a copy)."""
         key = object_key(obj)
-        with self._changed:
+        with self._lock:
             current = self._objects[kind].get(key)
             if current is None:
                 raise NotFound(f"{describe(kind, *key)} not found")
@@ -175,47 +367,46 @@ class Store:
 
     def mutate(self, kind: str, namespace: str, name: str, change: Callable[[dict], None]) -> dict:
         """Read-modify-write under the lock (for the simulation's own controllers)."""
-        with self._changed:
+        with self._lock:
             obj = self.get(kind, namespace, name)
             change(obj)
             obj["metadata"].pop("resourceVersion", None)
-            return self.update(kind, obj, check_version=False)
+            return self._update(kind, obj, check_version=False)
 
     def delete(self, kind: str, namespace: str, name: str) -> dict:
         key = (namespace if KINDS[kind] else "", name)
-        with self._changed:
-            obj = self._objects[kind].pop(key, None)
-            if obj is None:
+        with self._lock:
+            stored = self._objects[kind].pop(key, None)
+            if stored is None:
                 raise NotFound(f"{describe(kind, *key)} not found")
+            keys = self._keys[kind]
+            del keys[bisect.bisect_left(keys, key)]
             self._rv += 1
-            obj = copy.deepcopy(obj)
-            obj["metadata"]["resourceVersion"] = str(self._rv)
-            event = WatchEvent(self._rv, kind, "DELETED", obj)
-            self._log.append(event)
-            self._changed.notify_all()
-            self._notify(event)
-            return copy.deepcopy(obj)
+            obj = {**stored, "metadata": {**stored["metadata"], "resourceVersion": str(self._rv)}}
+            self._record(WatchEvent(self._rv, kind, "DELETED", obj, stored))
+            return _copy(obj)
 
     def _write(
         self,
         kind: str,
-        key: tuple[str, str],
+        key: Key,
         obj: dict,
         event_type: str,
         previous: dict | None = None,
     ) -> dict:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
-        self._objects[kind][key] = obj
-        # ``previous`` is the replaced stored dict: nothing mutates it any more, so no copy.
-        event = WatchEvent(self._rv, kind, event_type, copy.deepcopy(obj), previous)
-        self._log.append(event)
-        self._changed.notify_all()
-        result = copy.deepcopy(obj)
-        self._notify(event)
+        self._objects[kind][key] = obj  # from here on never changed in place
+        result = _copy(obj)
+        self._record(WatchEvent(self._rv, kind, event_type, obj, previous))
         return result
 
-    def _notify(self, event: WatchEvent) -> None:
+    def _record(self, event: WatchEvent) -> None:
+        kind_log = self._logs[event.kind]
+        kind_log.append(event)
+        assert kind_log.changed is not None
+        kind_log.changed.notify_all()
+        self._changed.notify_all()
         for observer in self._observers:
             observer(event)
 
@@ -223,47 +414,59 @@ class Store:
 
     def events_since(self, kind: str, resource_version: int) -> list[WatchEvent]:
         """Events of ``kind`` after ``resource_version``; ``Gone`` when the log no longer has them."""
-        with self._changed:
-            oldest = self._log[0].resource_version if self._log else self._rv + 1
-            if resource_version < oldest - 1 and resource_version < self._rv:
-                raise Gone(f"too old resource version: {resource_version} ({oldest - 1})")
-            return [
-                e for e in self._log if e.kind == kind and e.resource_version > resource_version
-            ]
+        with self._lock:
+            kind_log = self._logs[kind]
+            if resource_version < kind_log.compacted:
+                raise Gone(f"too old resource version: {resource_version} ({kind_log.compacted})")
+            return kind_log.since(resource_version)
 
     def watch(
         self, kind: str, resource_version: int, *, timeout: float, stop: threading.Event
     ) -> Iterator[WatchEvent]:
-        """Yield events from ``resource_version`` on, waiting up to ``timeout`` for new ones."""
+        """Yield events from ``resource_version`` on, waiting up to ``timeout`` for new ones;
+        a watcher wakes for changes to its own kind only."""
         deadline = threading.Event()
         timer = threading.Timer(timeout, deadline.set)
         timer.daemon = True
         timer.start()
+        changed = self._logs[kind].changed
+        assert changed is not None
         try:
             last = resource_version
             while not (deadline.is_set() or stop.is_set()):
-                with self._changed:  # re-entrant: events_since takes the same lock
+                with self._lock:
                     events = self.events_since(kind, last)
-                    read_up_to = self._rv
+                    last = max(last, self._rv)  # every change of this kind up to here is read
                     if not events:
-                        self._changed.wait(timeout=0.5)
+                        changed.wait(timeout=0.5)
                 yield from events
-                last = read_up_to
         finally:
             timer.cancel()
 
     # -- persistence -------------------------------------------------------------------------
 
     def dump(self) -> dict:
-        with self._changed:
+        with self._lock:
             return {
                 "resourceVersion": self._rv,
                 "objects": {kind: list(objs.values()) for kind, objs in self._objects.items()},
             }
 
     def load(self, state: dict) -> None:
-        with self._changed:
+        with self._lock:
+            self.generation += 1
             self._rv = int(state["resourceVersion"])
-            self._log.clear()
+            for kind_log in self._logs.values():
+                kind_log.events.clear()
+                kind_log.compacted = self._rv  # older versions are gone: relist
             for kind, items in state["objects"].items():
                 self._objects[kind] = {object_key(obj): obj for obj in items}
+                self._keys[kind] = sorted(self._objects[kind])
+
+
+def _encode_continue(version: int, last: Key, namespaced: bool) -> str:
+    """kube-apiserver's continue token (k8s.io/apiserver/pkg/storage/continue.go): base64 of
+    ``{"v":"meta.k8s.io/v1","rv":N,"start":"<key after the last one returned>"}``."""
+    start = (f"{last[0]}/{last[1]}" if namespaced else last[1]) + "\x00"
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": version, "start": start})
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")

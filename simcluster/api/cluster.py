@@ -27,7 +27,7 @@ from simcluster.api.resources import RESOURCES, Resource
 from simcluster.api.selectors import field_selector, label_selector
 from simcluster.api.webhook import Webhook, mutate_pod
 from simcluster.disruption import DisruptionController
-from simcluster.store import KINDS, Store, StoreError
+from simcluster.store import KINDS, InvalidContinue, Page, Store, StoreError
 
 SERVER_MANAGED_META = (
     "uid",
@@ -71,10 +71,32 @@ class Cluster:
         labels: str | None = None,
         fields: str | None = None,
     ) -> tuple[list[dict], int]:
+        page = self.list_page(plural, namespace, labels, fields)
+        return page.items, page.resource_version
+
+    def list_page(
+        self,
+        plural: str,
+        namespace: str | None,
+        labels: str | None = None,
+        fields: str | None = None,
+        *,
+        limit: int = 0,
+        continue_: str = "",
+    ) -> Page:
+        """A page of a list, as ``GET`` with ``limit`` and ``continue`` serves it; selectors
+        filter before the limit counts, as kube-apiserver's do."""
         resource_for(plural)
-        by_label, by_field = label_selector(labels), field_selector(plural, fields)
-        items, version = self.store.list(plural, namespace or None)
-        return [o for o in items if by_label(o) and by_field(o)], version
+        match = None
+        if labels or fields:
+            by_label, by_field = label_selector(labels), field_selector(plural, fields)
+            match = lambda o: by_label(o) and by_field(o)  # noqa: E731
+        try:
+            return self.store.list_page(
+                plural, namespace or None, match=match, limit=limit, continue_=continue_
+            )
+        except InvalidContinue as error:
+            raise bad_request(str(error)) from None
 
     # -- create ------------------------------------------------------------------------------
 

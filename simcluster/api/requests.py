@@ -16,6 +16,7 @@ from simcluster.api.routing import Route, parse_resource_path
 from simcluster.api.selectors import field_selector, label_selector
 from simcluster.api.tables import render_table
 from simcluster.api.watch import DEFAULT_TIMEOUT_SECONDS, watch_events
+from simcluster.store import ContinueExpired
 
 if TYPE_CHECKING:
     from simcluster.faults import Faults
@@ -175,24 +176,58 @@ def _delete_options(request: RequestContext) -> dict:
     return options
 
 
+class ContinueTooOld(ApiError):
+    """410 Expired for a continue token the log no longer covers; its Status carries, in
+    ``metadata.continue``, a token to go on from the present (kube-apiserver does the same)."""
+
+    def __init__(self, message: str, fresh: str) -> None:
+        super().__init__(410, message, reason="Expired")
+        self.fresh = fresh
+
+    def status(self) -> dict:
+        status = super().status()
+        status["metadata"] = {"continue": self.fresh}
+        return status
+
+
 def _list(cluster: Cluster, route: Route, request: RequestContext) -> dict:
     query = request.query
-    items, version = cluster.list(
-        route.plural, route.namespace, query.get("labelSelector"), query.get("fieldSelector")
-    )
+    limit = _int(query.get("limit") or "0", "limit")
+    continue_ = query.get("continue", "")
     wanted = query.get("resourceVersion", "")
+    if continue_ and wanted:
+        raise bad_request("specifying resource version is not allowed when using continue")
+    try:
+        page = cluster.list_page(
+            route.plural,
+            route.namespace,
+            query.get("labelSelector"),
+            query.get("fieldSelector"),
+            limit=max(limit, 0),
+            continue_=continue_,
+        )
+    except ContinueExpired as error:
+        raise ContinueTooOld(str(error), error.fresh) from None
+    items, version = page.items, page.resource_version
     if query.get("resourceVersionMatch") == "Exact" and wanted and wanted != str(version):
         # The store keeps only the present; an exact older snapshot is gone.
         raise ApiError(410, f"too old resource version: {wanted} ({version})", reason="Expired")
+    metadata: dict = {"resourceVersion": str(version)}
+    if page.continue_:
+        metadata["continue"] = page.continue_
+        if page.remaining is not None:
+            metadata["remainingItemCount"] = page.remaining
     if request.wants_table:
-        return render_table(
+        table = render_table(
             route.plural, items, cluster.now(), query.get("includeObject", "Metadata"), str(version)
         )
+        table["metadata"] = metadata  # kubectl --chunk-size pages through Tables too
+        return table
     resource = docs.RESOURCES[route.plural]
     return {
         "kind": f"{resource.kind}List",
         "apiVersion": resource.api_version,
-        "metadata": {"resourceVersion": str(version)},
+        "metadata": metadata,
         "items": items,
     }
 

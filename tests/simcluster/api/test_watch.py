@@ -176,3 +176,28 @@ def test_an_object_leaving_a_field_selector_is_deleted_for_that_watcher(sim):
     )
     assert unassigned[0][:2] == ("DELETED", "web-1")
     assert assigned[0][:2] == ("ADDED", "web-1")
+
+
+def test_each_kind_keeps_its_own_log():
+    """A pod watcher is not sent away (410) by a flood of node changes: each kind has its own
+    log, as kube-apiserver's watch cache has one per resource."""
+    sim = start_sim(watch_log_size=3)
+    try:
+        sim.core.create_namespaced_pod("default", body(pod("a")))
+        start = sim.core.list_namespaced_pod("default").metadata.resource_version
+        for i in range(10):
+            sim.cluster.create_object("nodes", {"metadata": {"name": f"n{i}"}})
+        sim.core.create_namespaced_pod("default", body(pod("b")))
+        events = [
+            (e["type"], e["object"].metadata.name)
+            for e in watch.Watch().stream(
+                sim.core.list_namespaced_pod,
+                "default",
+                resource_version=start,
+                timeout_seconds=1,
+            )
+        ]
+        assert events == [("ADDED", "b")]
+    finally:
+        sim.api_client.close()
+        sim.server.stop()
