@@ -33,7 +33,7 @@ from simcluster.podutil import (
     pod_ref,
     pod_requests,
 )
-from simcluster.store import NotFound, Store, utc_timestamp
+from simcluster.store import Key, NotFound, Store, WatchEvent, object_key, utc_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,13 @@ COMPONENT = "kubelet"
 
 
 class Kubelet:
+    """Driven by the pods that changed, as a real kubelet is by its pod watch: every write to
+    a pod or node reaches ``_observe`` (a store observer, under the store's lock), and a round
+    visits only the pods that changed since the last one, the pods waiting on time (to start,
+    to finish, to be let go after their grace period) and the pods bound to a node that just
+    appeared. Each node's admitted requests are kept up to date pod by pod. The first round
+    (and one after ``Store.load``) reads every pod once."""
+
     def __init__(
         self,
         store: Store,
@@ -55,33 +62,129 @@ class Kubelet:
         self._bound_seen: dict[str, float] = {}  # uid -> when we first saw it bound
         self._started: dict[str, float] = {}  # uid -> simulated start time
         self._deleting_seen: dict[str, float] = {}  # uid -> when we first saw deletionTimestamp
-        self._allocatable: dict[str, Resources] = {}  # node -> allocatable, this round
-        self._free: dict[str, Resources] = {}  # node -> what admitted pods leave, this round
+        self._allocatable: dict[str, Resources] = {}  # node -> allocatable
+        self._used: dict[str, Resources] = {}  # node -> what its admitted pods request
+        self._charged: dict[str, tuple[str, Resources]] = {}  # uid -> (node, request) in _used
+        self._pods: dict[Key, dict] = {}  # the pods as last written (the store's own dicts)
+        self._nodes: set[str] = set()
+        self._timed: set[Key] = set()  # pods a round visits whether they changed or not
+        self._dirty_pods: set[Key] = set()
+        self._dirty_nodes: set[str] = set()
+        self._synced = False
+        self._generation = store.generation
+        store.add_observer(self._observe)
+
+    def _observe(self, event: WatchEvent) -> None:
+        """Store observer: note what changed (cheap, under the store's lock)."""
+        if event.kind == "pods":
+            self._dirty_pods.add(object_key(event.object))
+        elif event.kind == "nodes":
+            self._dirty_nodes.add(meta(event.object).get("name", ""))
 
     def tick(self, now: float) -> None:
-        self._mark_nodes_ready(now)
-        nodes = {meta(n)["name"]: n for n in self.store.list("nodes")[0]}
-        pods = self.store.list("pods")[0]
-        self._allocatable = {}
-        for name, node in nodes.items():
+        with self.store.locked():
+            if not self._synced or self._generation != self.store.generation:
+                self._resync()
+            dirty_pods, self._dirty_pods = self._dirty_pods, set()
+            dirty_nodes, self._dirty_nodes = self._dirty_nodes, set()
+            pods = {key: self.store.peek("pods", *key) for key in dirty_pods}
+            nodes = {name: self.store.peek("nodes", "", name) for name in dirty_nodes}
+        new_nodes = self._update_nodes(nodes, now)
+        for key, obj in pods.items():
+            self._update_pod(key, obj)
+        visit = set(pods) | self._timed
+        if new_nodes:  # pods bound to a node before it was there
+            visit |= {k for k, p in self._pods.items() if _node_of(p) in new_nodes}
+        for key in sorted(visit):
+            pod = self._pods.get(key)
+            if pod is None:
+                continue
+            try:
+                self._advance(pod, self._nodes, now)
+            except NotFound:
+                continue  # Deleted between our read and our write: nothing left to do.
+
+    def _resync(self) -> None:
+        """Read every pod and node (under the store's lock): the first round, or after a load."""
+        for uid in list(self._charged):
+            self._uncharge(uid)
+        self._pods, self._nodes, self._allocatable, self._timed = {}, set(), {}, set()
+        self._dirty_nodes = {meta(n)["name"] for n in self.store.peek_all("nodes")}
+        self._dirty_pods = {object_key(p) for p in self.store.peek_all("pods")}
+        self._synced, self._generation = True, self.store.generation
+
+    def _update_nodes(self, nodes: dict[str, dict | None], now: float) -> set[str]:
+        """Take changed nodes in; mark new ones Ready. The names that were not there before."""
+        added = set()
+        for name, obj in nodes.items():
+            self._allocatable.pop(name, None)
+            if obj is None:
+                self._nodes.discard(name)
+                continue
+            if name not in self._nodes:
+                added.add(name)
+            self._nodes.add(name)
+            status = obj.get("status") or {}
+            if not any(c.get("type") == "Ready" for c in status.get("conditions") or []):
+                try:
+                    obj = self.store.mutate("nodes", "", name, _node_ready(utc_timestamp(now)))
+                except NotFound:
+                    self._nodes.discard(name)
+                    continue
             # A node whose status cannot be read stands for a broken kubelet: it admits nothing.
             with contextlib.suppress(QuantityError):
-                self._allocatable[name] = node_allocatable(node)
-        self._free = self._free_on(pods)
-        for pod in pods:
-            try:
-                self._advance(pod, set(nodes), now)
-            except NotFound:
-                continue  # Deleted between our list and our write: nothing left to do.
-        live = {meta(p).get("uid") for p in pods}
+                self._allocatable[name] = node_allocatable(obj)
+        return added
+
+    def _update_pod(self, key: Key, obj: dict | None) -> None:
+        """Take a changed pod in: forget a uid that left, recharge its node."""
+        before = self._pods.get(key)
+        old_uid = meta(before).get("uid", "") if before is not None else None
+        new_uid = meta(obj).get("uid", "") if obj is not None else None
+        if old_uid is not None and old_uid != new_uid:
+            self._forget(old_uid)
+        if obj is None:
+            self._pods.pop(key, None)
+            self._timed.discard(key)
+            return
+        self._pods[key] = obj
+        self._charge(obj)
+
+    def _forget(self, uid: str) -> None:
+        self._uncharge(uid)
         for table in (self._bound_seen, self._started, self._deleting_seen):
-            for uid in set(table) - live:
-                del table[uid]
+            table.pop(uid, None)
+
+    def _charge(self, pod: dict) -> None:
+        """Count ``pod``'s request on its node while it is admitted and not finished."""
+        uid = meta(pod).get("uid", "")
+        self._uncharge(uid)
+        node = _node_of(pod)
+        admitted = uid in self._bound_seen or (pod.get("status") or {}).get("phase") == "Running"
+        if not node or not admitted or is_finished(pod):
+            return
+        try:
+            request = pod_requests(pod)
+        except QuantityError:  # never admitted: see _admit
+            return
+        add(self._used.setdefault(node, {}), request)
+        self._charged[uid] = (node, request)
+
+    def _uncharge(self, uid: str) -> None:
+        charged = self._charged.pop(uid, None)
+        if charged is not None:
+            add(self._used.setdefault(charged[0], {}), charged[1], -1)
+
+    def _free(self, node: str) -> Resources:
+        used = self._used.get(node, {})
+        return {r: v - used.get(r, 0) for r, v in self._allocatable.get(node, {}).items()}
 
     def _advance(self, pod: dict, nodes: set[str], now: float) -> None:
         uid = meta(pod).get("uid", "")
+        key = object_key(pod)
         phase = (pod.get("status") or {}).get("phase") or "Pending"
-        node = (pod.get("spec") or {}).get("nodeName")
+        node = _node_of(pod)
+        self._timed.discard(key)
         if meta(pod).get("deletionTimestamp"):
             self._terminate(pod, uid, now)
         elif not node or node not in nodes:
@@ -90,29 +193,19 @@ class Kubelet:
             if uid not in self._bound_seen and not self._admit(pod, node, now):
                 return
             seen = self._bound_seen.setdefault(uid, now)
+            self._charge(pod)
             if now >= seen + self.startup_delay:
                 self._start(pod, uid, now)
+            else:
+                self._timed.add(key)
         elif phase == "Running":
             self._maybe_finish(pod, uid, now)
         elif phase == "Succeeded" and self.delete_completed:
             self._remove(pod)
 
-    def _free_on(self, pods: list[dict]) -> dict[str, Resources]:
-        """Each node's allocatable minus what its admitted pods request."""
-        free = {name: dict(alloc) for name, alloc in self._allocatable.items()}
-        for pod in pods:
-            node = (pod.get("spec") or {}).get("nodeName")
-            admitted = meta(pod).get("uid") in self._bound_seen or (
-                (pod.get("status") or {}).get("phase") == "Running"
-            )
-            if node in free and admitted and not is_finished(pod):
-                with contextlib.suppress(QuantityError):  # never admitted: see _admit
-                    add(free[node], pod_requests(pod), -1)
-        return free
-
     def _admit(self, pod: dict, node: str, now: float) -> bool:
         """The kubelet's admission: False (and the pod Failed) when the node cannot hold it."""
-        free = self._free.get(node, {})
+        free = self._free(node)
         try:
             request = pod_requests(pod)
         except QuantityError as exc:  # e.g. cpu: 1e400, bound by nodeName: no node holds it
@@ -121,8 +214,7 @@ class Kubelet:
         else:
             short = sorted(name for name, value in request.items() if value > free.get(name, 0))
             if not short:
-                add(free, request, -1)
-                return True
+                return True  # the caller charges it
             name, capacity = short[0], self._allocatable.get(node, {})
             message = (
                 f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
@@ -188,6 +280,8 @@ class Kubelet:
             self.store.mutate("pods", meta(pod)["namespace"], meta(pod)["name"], _succeed(now))
             if self.delete_completed:
                 self._remove(pod)
+        else:
+            self._timed.add(object_key(pod))
 
     def _terminate(self, pod: dict, uid: str, now: float) -> None:
         if not (pod.get("spec") or {}).get("nodeName"):
@@ -210,17 +304,16 @@ class Kubelet:
         grace = DEFAULT_GRACE_SECONDS if grace is None else float(grace)
         if now >= self._deleting_seen[uid] + grace:
             self._remove(pod)
+        else:
+            self._timed.add(object_key(pod))
 
     def _remove(self, pod: dict) -> None:
         with contextlib.suppress(NotFound):
             self.store.delete("pods", meta(pod)["namespace"], meta(pod)["name"])
 
-    def _mark_nodes_ready(self, now: float) -> None:
-        for node in self.store.list("nodes")[0]:
-            status = node.get("status") or {}
-            if any(c.get("type") == "Ready" for c in status.get("conditions") or []):
-                continue
-            self.store.mutate("nodes", "", meta(node)["name"], _node_ready(utc_timestamp(now)))
+
+def _node_of(pod: dict) -> str | None:
+    return (pod.get("spec") or {}).get("nodeName")
 
 
 def _ready_conditions(conditions: list[dict], stamp: str) -> list[dict]:

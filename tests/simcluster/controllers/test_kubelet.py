@@ -116,3 +116,44 @@ def test_nodes_get_a_ready_condition_and_allocatable():
     status = store.get("nodes", "", "bare")["status"]
     assert status["allocatable"] == {"cpu": "2"}
     assert [c["type"] for c in status["conditions"]] == ["Ready"]
+
+
+def test_a_round_visits_only_the_pods_that_changed_or_wait_on_time(monkeypatch):
+    """100 pods running forever cost a round nothing; a newly bound pod is visited until it
+    has started, then no more (a real kubelet works from its pod watch the same way)."""
+    store, clock = cluster()
+    node(store, "n1", cpu="1000", memory="1000Gi")
+    for i in range(100):
+        pod(store, f"run-{i:03d}", state="bound", node_name="n1", cpu="10m", memory="10Mi")
+    kubelet = Kubelet(store, startup_delay=2.0)
+    run(kubelet.tick, clock, until=3)
+    assert {phase(store, f"run-{i:03d}") for i in range(100)} == {"Running"}
+    visited: list[str] = []
+    real = kubelet._advance
+    monkeypatch.setattr(
+        kubelet, "_advance", lambda p, *a: visited.append(p["metadata"]["name"]) or real(p, *a)
+    )
+    monkeypatch.setattr(store, "list", lambda *a, **k: pytest.fail("a round listed the store"))
+    run(kubelet.tick, clock, until=5)
+    assert visited == []
+    pod(store, "late", state="bound", node_name="n1", cpu="10m", memory="10Mi")
+    run(kubelet.tick, clock, until=10)
+    assert phase(store, "late") == "Running"
+    assert set(visited) == {"late"} and 2 <= len(visited) <= 4
+
+
+def test_admission_counts_pods_admitted_in_earlier_rounds_and_frees_finished_ones():
+    store, clock = cluster()
+    node(store, "n1", cpu="2")
+    pod(store, "a", state="bound", node_name="n1", annotations={"sim.sluice.io/duration": "3"})
+    kubelet = Kubelet(store, startup_delay=0)
+    run(kubelet.tick, clock, until=1)
+    pod(store, "b", state="bound", node_name="n1")
+    pod(store, "c", state="bound", node_name="n1")
+    run(kubelet.tick, clock, until=2)
+    assert phase(store, "b") == "Running" and phase(store, "c") == "Failed"
+    run(kubelet.tick, clock, until=5)
+    assert phase(store, "a") == "Succeeded"
+    pod(store, "d", state="bound", node_name="n1")
+    run(kubelet.tick, clock, until=6)
+    assert phase(store, "d") == "Running"  # a's cpu is free again
