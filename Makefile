@@ -36,8 +36,14 @@ test: setup lint
 simtest: $(VENV)/.installed
 	$(PY) -m tests.simtest $(if $(SEED),--seed $(SEED),--seeds $(or $(SEEDS),20)) $(if $(FAULTS),--faults $(FAULTS),)
 
+# make bench runs every benchmark; make bench e2e (or BENCH=e2e) runs the named ones only.
+BENCH_GOALS := $(filter-out bench,$(MAKECMDGOALS))
 bench: setup
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH) $(if $(filter bench,$(firstword $(MAKECMDGOALS))),$(BENCH_GOALS),)
+ifeq (bench,$(firstword $(MAKECMDGOALS)))
+$(BENCH_GOALS):
+	@:
+endif
 
 # A PNG of every page, from the demo scenario, into screenshots/ (git-ignored).
 screenshots: setup

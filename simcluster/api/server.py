@@ -120,6 +120,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
     allow_reuse_address = True
+    # socketserver's listen backlog is 5: clients opening many connections at once (a
+    # scheduler's bind workers) were reset. kube-apiserver listens with the system's maximum.
+    request_queue_size = 1024
 
     def handle_error(self, request: object, client_address: tuple) -> None:
         """A client that hangs up (a watcher stopping) is normal; anything else is logged."""

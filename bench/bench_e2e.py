@@ -1,0 +1,273 @@
+"""kube-scheduler's scheduler_perf "SchedulingBasic" shape through the Kubernetes API.
+
+The simulated cluster runs in a process of its own on 127.0.0.1 (as kube-apiserver would),
+with its kubelet. Its nodes and pods are put in its store directly before the API server
+starts (setup, not timed: the same objects a client would POST, written without the HTTP
+round trips). Then, in the same run:
+
+* the floor: a minimal client POSTs the 10,000 Bindings (``pods/binding``) over keep-alive
+  connections with the scheduler's bind parallelism, timed from the first request to the last
+  answer — what the API itself costs;
+* end to end: ``SchedulerService`` (informers, cache, act mode) against a fresh cluster of the
+  same shape, timed from its first cycle until the cluster has bound every pending pod.
+
+Then the same at 1,000 nodes / 5,000 pending pods carrying the queue-allocation gate, with the
+time from each pod's gate removal to its bind (p50/p99), as the cluster saw them.
+Targets: e2e >= 680 pods/s (kube-scheduler's scheduler_perf floor for this shape), e2e time /
+floor time <= 1.5.
+"""
+
+from __future__ import annotations
+
+import http.client
+import inspect
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from kubernetes import client
+
+from bench import scheduler_config
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+
+SHAPES = {"basic": (5_000, 1_000, 10_000, False), "gated": (1_000, 0, 5_000, True)}
+TIMEOUT = 900.0
+
+CONFIG_YAML = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}]
+- plugins: [{name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
+"""
+
+
+def _node(i: int) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{i:05d}", "labels": {"kubernetes.io/hostname": f"node-{i}"}},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+        },
+    }
+
+
+def _pod(i: int, node: str | None, gated: bool) -> dict:
+    spec: dict = {
+        "schedulerName": "volcano",
+        "containers": [
+            {"name": "c", "image": "pause",
+             "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
+        ],
+    }  # fmt: skip
+    annotations = {}
+    if node:
+        spec["nodeName"] = node
+    elif gated:
+        annotations[QUEUE_ALLOCATION_GATE] = "true"
+        spec["schedulingGates"] = [{"name": QUEUE_ALLOCATION_GATE}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{i:05d}", "namespace": "default", "annotations": annotations},
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+# -- the cluster's process -------------------------------------------------------------------
+
+
+def serve(nodes: int, running: int, pending: int, gated: bool) -> None:
+    """Child process: the simulated cluster of this shape; answers ``stats`` on stdin."""
+    from scheduler.clock import WallClock
+    from simcluster.api import ApiServer, Cluster
+    from simcluster.bootstrap import ensure_system_namespace
+    from simcluster.runtime import Simulation
+    from simcluster.store import Store
+
+    clock = WallClock(1.0)
+    store = Store(clock.now)
+    ensure_system_namespace(store)
+    cluster = Cluster(store, clock.now)
+    for name in ("default",):
+        store.create("namespaces", {"metadata": {"name": name}, "status": {"phase": "Active"}})
+    store.create("queues", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                            "metadata": {"name": "default"},
+                            "spec": {"weight": 1}, "status": {"state": "Open"}})  # fmt: skip
+    for i in range(nodes):
+        store.create("nodes", _node(i))
+    for i in range(running):
+        store.create("pods", _pod(i, f"node-{i % nodes:05d}", False))
+    for i in range(running, running + pending):
+        store.create("pods", _pod(i, None, gated))
+    ungated: dict[str, float] = {}
+    bound: dict[str, float] = {}
+
+    def observe(event) -> None:  # noqa: ANN001 - a store observer
+        if event.kind != "pods" or event.type != "MODIFIED" or event.previous is None:
+            return
+        name = event.object["metadata"]["name"]
+        before, after = event.previous.get("spec") or {}, event.object.get("spec") or {}
+        if before.get("schedulingGates") and not after.get("schedulingGates"):
+            ungated[name] = time.time()
+        if not before.get("nodeName") and after.get("nodeName"):
+            bound[name] = time.time()
+
+    store.add_observer(observe)
+    simulation = Simulation(store, clock)  # the kubelet: bound pods start, as KWOK's do
+    server = ApiServer(cluster, port=0).start()
+    simulation.start()
+    print(server.url, flush=True)
+    for line in sys.stdin:
+        if line.strip() == "stats":
+            with store.locked():
+                waits = [bound[n] - ungated[n] for n in bound if n in ungated]
+                last = max(bound.values(), default=0.0)
+                print(json.dumps({"bound": len(bound), "last": last, "waits": waits}), flush=True)
+        else:
+            break
+    simulation.stop()
+    server.stop()
+
+
+class Child:
+    def __init__(self, shape: str) -> None:
+        nodes, running, pending, gated = SHAPES[shape]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bench.bench_e2e", "serve",
+             str(nodes), str(running), str(pending), "1" if gated else "0"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.url = self.process.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            raise RuntimeError(f"the simulated cluster did not start: {self.url!r}")
+        self._lock = threading.Lock()
+
+    def stats(self) -> dict:
+        with self._lock:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write("stats\n")
+            self.process.stdin.flush()
+            return json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("quit\n")
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+# -- the two clients -------------------------------------------------------------------------
+
+
+def bind_workers() -> int:
+    from scheduler import service
+
+    return int(getattr(service, "DEFAULT_BIND_WORKERS", 16))
+
+
+def floor(shape: str) -> float:
+    """Seconds for a minimal client to POST every pending pod's Binding."""
+    nodes, running, pending, _ = SHAPES[shape]
+    child = Child(shape)
+    host, port = child.url.removeprefix("http://").split(":")
+    local = threading.local()
+
+    def post(i: int) -> None:
+        connection = getattr(local, "connection", None)
+        if connection is None:
+            connection = local.connection = http.client.HTTPConnection(host, int(port))
+        name = f"pod-{i:05d}"
+        body = json.dumps({"apiVersion": "v1", "kind": "Binding",
+                           "metadata": {"name": name, "namespace": "default"},
+                           "target": {"kind": "Node", "name": f"node-{i % nodes:05d}"}})  # fmt: skip
+        connection.request("POST", f"/api/v1/namespaces/default/pods/{name}/binding", body,
+                           {"Content-Type": "application/json"})  # fmt: skip
+        response = connection.getresponse()
+        response.read()
+        if response.status != 201:
+            raise RuntimeError(f"binding {name}: HTTP {response.status}")
+
+    try:
+        started = time.time()
+        with ThreadPoolExecutor(bind_workers()) as pool:
+            list(pool.map(post, range(running, running + pending)))
+        elapsed = time.time() - started
+        assert child.stats()["bound"] == pending
+        return elapsed
+    finally:
+        child.close()
+
+
+def end_to_end(shape: str) -> tuple[float, int, dict]:
+    """Seconds from the scheduler's first cycle until the cluster bound every pending pod."""
+    from scheduler.service import SchedulerService
+
+    _, _, pending, _ = SHAPES[shape]
+    child = Child(shape)
+    api = client.ApiClient(client.Configuration(host=child.url))
+    wanted = inspect.signature(SchedulerService).parameters
+    extra = {k: v for k, v in {"bind_workers": bind_workers()}.items() if k in wanted}
+    service = SchedulerService(api, config=scheduler_config(CONFIG_YAML), act=True, **extra).start(
+        sync_timeout=300
+    )
+    cycles = 0
+    try:
+        started = time.time()
+        while time.time() - started < TIMEOUT:
+            service.run_once()
+            cycles += 1
+            if service.gate_pool is not None:
+                service.gate_pool.wait_idle(60)
+            service.cache.wait_for_writes(60)
+            stats = child.stats()
+            if stats["bound"] >= pending:
+                return stats["last"] - started, cycles, stats
+        stats = child.stats()
+        return float("inf"), cycles, stats
+    finally:
+        service.stop()
+        api.close()
+        child.close()
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def main() -> None:
+    nodes, running, pending, _ = SHAPES["basic"]
+    print(f"SchedulingBasic through the API: {nodes} nodes, {running} running, {pending} "
+          f"pending pods; {bind_workers()} binds in flight")  # fmt: skip
+    floor_s = floor("basic")
+    print(f"floor (minimal client, {pending} Bindings): {floor_s:.2f} s, "
+          f"{pending / floor_s:,.0f} pods/s")  # fmt: skip
+    e2e_s, cycles, stats = end_to_end("basic")
+    print(f"end to end (SchedulerService, act): {e2e_s:.2f} s, {pending / e2e_s:,.0f} pods/s, "
+          f"{cycles} cycles, {stats['bound']}/{pending} bound")  # fmt: skip
+    ratio = e2e_s / floor_s
+    print(f"e2e / floor: {ratio:.2f} (target <= 1.5); e2e target >= 680 pods/s: "
+          f"{'met' if pending / e2e_s >= 680 else 'NOT met'}")  # fmt: skip
+    nodes, _, pending, _ = SHAPES["gated"]
+    e2e_s, cycles, stats = end_to_end("gated")
+    waits = stats["waits"]
+    print(f"gates on, {nodes} nodes, {pending} gated pods: {e2e_s:.2f} s, "
+          f"{pending / e2e_s:,.0f} pods/s, {cycles} cycles, {stats['bound']}/{pending} bound; "
+          f"gate removal to bind p50 {_pct(waits, 0.5):.2f} s, p99 {_pct(waits, 0.99):.2f} s "
+          f"(mean {statistics.fmean(waits) if waits else float('nan'):.2f} s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        n, r, p, g = sys.argv[2:6]
+        serve(int(n), int(r), int(p), g == "1")
+    else:
+        main()
