@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from scheduler.api.labels import CLOCK_EXTENSION
+from simcluster.api.audit import RequestAttributes, request_attributes
 from simcluster.api.cluster import Cluster
 from simcluster.api.errors import ApiError, bad_request, status_object
 from simcluster.api.requests import RequestContext, dispatch
@@ -40,6 +41,8 @@ class ApiServer:
             raise ValueError(f"the simulated API server binds loopback only, not {host!r}")
         self.cluster = cluster
         self.faults: Faults | None = None  # seeded faults (simcluster.faults), off by default
+        # Called with each request's RBAC attributes before it is served (simcluster.api.audit).
+        self.recorder: Callable[[RequestAttributes], None] | None = None
         # GET /metrics: Prometheus text (simcluster.metrics), when set; else a 404 as any path.
         self.metrics: Callable[[], bytes] | None = None
         self.stopping = threading.Event()
@@ -176,13 +179,16 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body()
             url = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            if self.api.recorder is not None:
+                self.api.recorder(request_attributes(method, url.path, query))
             if method == "GET" and url.path == "/metrics" and self.api.metrics is not None:
                 self._send_text(200, self.api.metrics())
                 return
             context = RequestContext(
                 method=method,
                 path=url.path,
-                query={k: v[-1] for k, v in parse_qs(url.query).items()},
+                query=query,
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
                 server_url=self.api.url,

@@ -1,0 +1,138 @@
+"""Least privilege, proven: Sluice's service account is granted exactly what Sluice uses.
+
+The demo scenario plays on the simulated cluster while the scheduler (act mode, with the
+node-capacity check's snapshots), the gate webhook and the dashboard (its pages and the
+namespace toggle) use it through its HTTP API; the API server records each request's RBAC
+attributes (simcluster.api.audit). The act overlay's grants must allow every one of them, and
+each grant must have been used or be in ALLOWANCE with the reason it is needed all the same.
+Then the same in observe mode, against the observe overlay: no write verb is granted at all.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import yaml
+from django.test import override_settings
+
+from dashboard import kube
+from scheduler.api.labels import QUEUE_ALLOCATION_GATE
+from scheduler.config import default_config
+from scheduler.service import SchedulerService
+from simcluster.api.audit import RequestAttributes
+from simcluster.scenario import SCENARIO_DIR
+from tests.browser.demo import store_reports
+from tests.builders import body, namespace, pod
+from tests.deploy.manifests import render
+from tests.deploy.rbac import WRITE_VERBS, account_grants, denied
+from tests.e2e import harness
+
+DEMO_SECONDS = 45
+# Granted though the demo does not happen to use it, each with why Sluice needs it.
+ALLOWANCE: dict[tuple[str, str, str], str] = {}
+# The pages Sluice's web Deployment serves that read the cluster.
+PAGES = (
+    "/",
+    "/queues/",
+    "/pods/",
+    "/pods/batch/etl-0/",
+    "/namespaces/",
+    "/namespaces/batch/opt-in/?enabled=true",
+    "/risks/",
+    "/scheduler/",
+    "/autoscaler/",
+)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.requests: list[RequestAttributes] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RequestAttributes) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def used(self) -> set[tuple[str, str, str]]:
+        with self._lock:
+            return {(r.group, r.resource, r.verb) for r in self.requests if r.is_resource_request}
+
+
+def play_demo(live_server, tmp_path, client, *, act: bool) -> Recorder:
+    scenario = yaml.safe_load((SCENARIO_DIR / "demo.yaml").read_text())
+    webhook = f"{live_server.url}/webhooks/mutate-pods" if act else ""
+    demo = harness.Harness(scenario, autoscaler="cluster-autoscaler", webhook_url=webhook)
+    recorder = Recorder()
+    try:
+        demo.server.recorder = recorder
+        kubeconfig = demo.server.write_kubeconfig(tmp_path / "kubeconfig")
+        with override_settings(SLUICE_KUBECONFIG=str(kubeconfig)):
+            kube.api_client.cache_clear()
+            if act:
+                demo.restart()  # its informers list and watch again, recorded from the start
+            else:
+                demo.service.stop()
+                demo.service = SchedulerService(
+                    demo.api, config=default_config(), act=False, clock=demo.clock.now
+                ).start(sync_timeout=10)
+            demo.attach_admission()
+            for _ in range(DEMO_SECONDS):
+                demo.sim.step(demo.clock.now())
+                demo.settle()
+                demo.reports.append(demo.service.run_once())
+                if act:
+                    assert demo.service.gate_pool.wait_idle(10)
+                    assert demo.service.cache.wait_for_writes(10)
+                demo.clock.advance(1)
+            store_reports(demo)  # as the Celery task does: the pages read the history
+            for page in PAGES:
+                assert client.get(page).status_code == 200, page
+            if act:
+                opt_in_through_the_dashboard(demo, client)
+    finally:
+        kube.api_client.cache_clear()
+        demo.close()
+    return recorder
+
+
+def opt_in_through_the_dashboard(demo: harness.Harness, client) -> None:
+    """An administrator opts namespace team in on the Namespaces page, then creates a pod there without
+    the annotation: the webhook reads the namespace's label to gate it."""
+    demo.cluster.create_object("namespaces", body(namespace("team")))
+    answer = client.post("/namespaces/team/opt-in/", {"enabled": "true", "confirm": "on"})
+    assert answer.status_code == 302, answer.content[:500]
+    labels = demo.store.get("namespaces", "", "team")["metadata"]["labels"]
+    assert labels[QUEUE_ALLOCATION_GATE] == "true"
+    created = demo.cluster.create_object("pods", body(pod("late", namespace="team")), "team")
+    assert created["metadata"]["annotations"][QUEUE_ALLOCATION_GATE] == "true"
+
+
+def show(keys) -> str:
+    return "\n".join(sorted(map(str, keys)))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_act_overlay_grants_exactly_what_act_mode_uses(live_server, tmp_path, admin_client):
+    recorder = play_demo(live_server, tmp_path, admin_client, act=True)
+    grants = account_grants(render("act"), "sluice", "sluice")
+
+    missing = denied(recorder.requests, grants)
+    assert not missing, f"requests the act overlay would refuse:\n{show(missing)}"
+    unused = {g.key for g in grants} - recorder.used() - set(ALLOWANCE)
+    assert not unused, f"granted, never used, not in ALLOWANCE:\n{show(unused)}"
+    writes = {key for key in recorder.used() if key[2] in WRITE_VERBS}
+    assert ("", "pods/binding", "create") in writes or ("", "bindings", "create") in writes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_observe_overlay_grants_no_write_and_what_observe_mode_reads(
+    live_server, tmp_path, admin_client
+):
+    recorder = play_demo(live_server, tmp_path, admin_client, act=False)
+    grants = account_grants(render("observe"), "sluice", "sluice")
+
+    assert not [g for g in grants if g.verb in WRITE_VERBS]
+    missing = denied(recorder.requests, grants)
+    assert not missing, f"requests the observe overlay would refuse:\n{show(missing)}"
+    assert not {key for key in recorder.used() if key[2] in WRITE_VERBS}
