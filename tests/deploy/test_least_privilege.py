@@ -30,7 +30,15 @@ from tests.e2e import harness
 
 DEMO_SECONDS = 45
 # Granted though the demo does not happen to use it, each with why Sluice needs it.
-ALLOWANCE: dict[tuple[str, str, str], str] = {}
+_ELECTION = (
+    "the scheduler workers' leader election on their Lease (deploy/base/leader-election.yaml,"
+    " scheduler/kube/leader.py); the harness runs one scheduler, without an election"
+)
+ALLOWANCE: dict[tuple[str, str, str], str] = {
+    ("coordination.k8s.io", "leases", "create"): _ELECTION,
+    ("coordination.k8s.io", "leases", "get"): _ELECTION,
+    ("coordination.k8s.io", "leases", "update"): _ELECTION,
+}
 # The pages Sluice's web Deployment serves that read the cluster.
 PAGES = (
     "/",
@@ -132,7 +140,17 @@ def test_the_observe_overlay_grants_no_write_and_what_observe_mode_reads(
     recorder = play_demo(live_server, tmp_path, admin_client, act=False)
     grants = account_grants(render("observe"), "sluice", "sluice")
 
-    assert not [g for g in grants if g.verb in WRITE_VERBS]
+    # The one write: the scheduler workers' own Lease, in Sluice's namespace.
+    writes = [g for g in grants if g.verb in WRITE_VERBS]
+    assert {(g.group, g.resource, g.namespace) for g in writes} == {
+        ("coordination.k8s.io", "leases", "sluice")
+    }
+    (cluster_role,) = [
+        d
+        for d in render("observe")
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "sluice"
+    ]
+    assert not {v for rule in cluster_role["rules"] for v in rule["verbs"]} & WRITE_VERBS
     missing = denied(recorder.requests, grants)
     assert not missing, f"requests the observe overlay would refuse:\n{show(missing)}"
     assert not {key for key in recorder.used() if key[2] in WRITE_VERBS}
