@@ -221,6 +221,17 @@ SLUICE_MODE = os.environ.get("SLUICE_MODE", "observe")
 if SLUICE_MODE not in {"act", "observe"}:
     raise ImproperlyConfigured(f"SLUICE_MODE={SLUICE_MODE!r}: expected act or observe")
 SLUICE_CYCLE_LOCK_TTL = env_float("SLUICE_CYCLE_LOCK_TTL", 60.0)
+# Leader election on a coordination.k8s.io/v1 Lease (README: Leader election), Volcano's
+# --leader-elect with its defaults: on for the scheduler worker (off: the cycle lock above);
+# manage.py schedule opts in with --leader-elect.
+SLUICE_LEADER_ELECT = env_bool("SLUICE_LEADER_ELECT", True)
+SLUICE_LEADER_ELECT_LEASE_DURATION = env_float("SLUICE_LEADER_ELECT_LEASE_DURATION", 15.0)
+SLUICE_LEADER_ELECT_RENEW_DEADLINE = env_float("SLUICE_LEADER_ELECT_RENEW_DEADLINE", 10.0)
+SLUICE_LEADER_ELECT_RETRY_PERIOD = env_float("SLUICE_LEADER_ELECT_RETRY_PERIOD", 2.0)
+SLUICE_LEADER_ELECT_RESOURCE_NAMESPACE = os.environ.get(
+    "SLUICE_LEADER_ELECT_RESOURCE_NAMESPACE", "kube-system"
+)
+SLUICE_LEADER_ELECT_RESOURCE_NAME = os.environ.get("SLUICE_LEADER_ELECT_RESOURCE_NAME", "")
 # The scheduler configuration in Volcano's format (volcano-scheduler.conf): a file, or a
 # ConfigMap "namespace/name" (key volcano-scheduler.conf); read again when it changes. Without
 # either, Sluice's default configuration with the SLUICE_ADMISSION_* settings below.

@@ -23,6 +23,7 @@ from scheduler.framework.writer import GateRemover
 from scheduler.kube.client import KubeClusterClient
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
+from scheduler.kube.leader import fence_cluster_client
 from scheduler.loop import run_cycle
 from scheduler.registry import LiveConfig
 
@@ -134,6 +135,19 @@ def config_in_force(
     )
 
 
+def _fenced_remover(
+    remover: GateRemover, leading: Callable[[], bool], refused: list[int]
+) -> GateRemover:
+    def remove(namespace: str, name: str, uid: str, reserved_at: str | None) -> None:
+        if not leading():
+            refused[0] += 1
+            log.info("not the leader: gate removal not queued", extra={"object": name})
+            return
+        remover(namespace, name, uid, reserved_at)
+
+    return remove
+
+
 def _describe(kind: str, obj: dict) -> str:
     meta = obj.get("metadata") or {}
     name = (
@@ -158,6 +172,7 @@ class SchedulerService:
         gate_remover: GateRemover | None = None,
         admission: Admission | None = None,
         period: float = 0.0,
+        leading: Callable[[], bool] | None = None,
     ) -> None:
         self.period = period  # seconds between cycles, as whoever runs them says (reported)
         self.live_config = LiveConfig(config_source, registry.check(config or default_config()))
@@ -175,6 +190,15 @@ class SchedulerService:
             self.gate_pool = GateRemovalPool(self.cluster)
             gate_remover = self.gate_pool.submit
         self.gate_remover = gate_remover
+        # Leader election (scheduler.kube.leader): with ``leading``, nothing leaves this process
+        # for the cluster unless it holds the Lease, asked before each write request; a gate
+        # removal is not even queued. A deposed leader's cycle sees its writes refused.
+        self.leading = leading
+        self.refused_writes = [0]
+        if leading is not None:
+            self.refused_writes = fence_cluster_client(self.cluster, leading)
+            if gate_remover is not None and self.gate_pool is None:
+                self.gate_remover = _fenced_remover(gate_remover, leading, self.refused_writes)
         # nominatedNodeName patches leave the cycle too (the pipeline cache persistence design: Cache.Pipeline's goroutine).
         self.cache.async_writes = (
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="status") if act else None

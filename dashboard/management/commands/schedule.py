@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from kubernetes import client
 from kubernetes import config as kube_config
 
+from dashboard.leader import election_config
 from dashboard.tasks.admission import (
     known_node_groups,
     scheduler_config,
@@ -29,6 +30,7 @@ from scheduler.admission.source import PeriodicSnapshot, fetch_snapshot
 from scheduler.api.report import CycleReport
 from scheduler.config import ConfigError, ConfigFile
 from scheduler.kube.config import clock_from_kubeconfig
+from scheduler.kube.leader import LeaderElector, default_identity
 from scheduler.service import SchedulerService
 
 
@@ -56,6 +58,20 @@ class Command(BaseCommand):
             help="a spec.schedulerName that is ours (repeatable; default SLUICE_SCHEDULER_NAMES)",
         )
         parser.add_argument("--mode", choices=["act", "observe"], default="observe")
+        # Volcano's and kube-scheduler's leader election flags (component-base), in seconds.
+        parser.add_argument(
+            "--leader-elect", action="store_true",
+            help="schedule only while holding the Lease (coordination.k8s.io/v1); stand by else",
+        )  # fmt: skip
+        for flag, what in (("lease-duration", "LEASE_DURATION"),
+                           ("renew-deadline", "RENEW_DEADLINE"),
+                           ("retry-period", "RETRY_PERIOD")):  # fmt: skip
+            parser.add_argument(
+                f"--leader-elect-{flag}", type=float, default=None,
+                help=f"seconds (default SLUICE_LEADER_ELECT_{what})",
+            )  # fmt: skip
+        parser.add_argument("--leader-elect-resource-namespace", default=None)
+        parser.add_argument("--leader-elect-resource-name", default=None)
         parser.add_argument(
             "--scheduler-conf",
             default=settings.SLUICE_SCHEDULER_CONF,
@@ -74,6 +90,7 @@ class Command(BaseCommand):
             if options["scheduler_conf"]
             else scheduler_config_source(api)  # the ConfigMap of the settings, as the worker
         )
+        elector = self._elector(api, options)
         try:
             service = SchedulerService(
                 api,
@@ -83,30 +100,76 @@ class Command(BaseCommand):
                 act=options["mode"] == "act",
                 clock=clock,
                 admission=_admission(api, clock),
+                leading=elector.is_leader if elector is not None else None,
                 period=period,
             )
         except (ConfigError, OSError) as exc:
             where = "--scheduler-conf" if options["scheduler_conf"] else "configuration"
             raise CommandError(f"{where}: {exc}") from exc
         try:
-            service.start(sync_timeout=30)
-        except TimeoutError as exc:
-            raise CommandError(f"cluster at {api.configuration.host}: {exc}") from exc
-        try:
-            self._loop(service, 1 if once else cycles, period)
+            if elector is not None:
+                self._await_leadership(elector)  # a standby builds no cache and writes nothing
+            try:
+                service.start(sync_timeout=30)
+            except TimeoutError as exc:
+                raise CommandError(f"cluster at {api.configuration.host}: {exc}") from exc
+            try:
+                self._loop(service, 1 if once else cycles, period, elector)
+            finally:
+                service.stop()
         except KeyboardInterrupt:
             pass
         finally:
-            service.stop()
+            if elector is not None:
+                elector.stop()  # a leader releases the Lease: a standby takes over at once
 
-    def _loop(self, service: SchedulerService, cycles: int, period: float) -> None:
+    def _elector(self, api: client.ApiClient, options: dict) -> LeaderElector | None:
+        if not options["leader_elect"]:
+            return None
+        try:
+            config = election_config(
+                options["scheduler_name"] or settings.SLUICE_SCHEDULER_NAMES,
+                lease_duration=options["leader_elect_lease_duration"],
+                renew_deadline=options["leader_elect_renew_deadline"],
+                retry_period=options["leader_elect_retry_period"],
+                namespace=options["leader_elect_resource_namespace"],
+                name=options["leader_elect_resource_name"],
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        return LeaderElector(api, config, default_identity())
+
+    def _await_leadership(self, elector: LeaderElector) -> None:
+        lease = f"{elector.config.namespace}/{elector.config.name}"
+        elector.start()
+        said = ""
+        while not elector.is_leader():
+            if elector.holder and elector.holder != said:
+                said = elector.holder
+                self.stdout.write(f"standing by: lease {lease} is held by {said}")
+            time.sleep(0.05)
+        self.stdout.write(f"leading as {elector.identity} (lease {lease})")
+
+    def _loop(
+        self,
+        service: SchedulerService,
+        cycles: int,
+        period: float,
+        elector: LeaderElector | None = None,
+    ) -> None:
         done = 0
         while cycles == 0 or done < cycles:
+            if elector is not None and not elector.is_leader():
+                # Volcano's OnStoppedLeading: klog.Fatalf("leaderelection lost"). Its cache is
+                # dropped with the process; whoever leads next rebuilds from the cluster.
+                raise CommandError(f"leader election lost: {elector.identity} no longer leads")
             started = time.monotonic()
             self._print(service.run_once())
             done += 1
             if cycles == 0 or done < cycles:
-                time.sleep(max(0.0, period - (time.monotonic() - started)))
+                until = started + period
+                while time.monotonic() < until and (elector is None or elector.is_leader()):
+                    time.sleep(min(0.05, max(0.0, until - time.monotonic())))
 
     def _print(self, report: CycleReport) -> None:
         if report.failure:
