@@ -194,6 +194,16 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 SLUICE_CYCLE_PERIOD = env_float("SLUICE_CYCLE_PERIOD", 1.0)
+# Writes to the cluster (Volcano's --kube-api-qps / --kube-api-burst, defaults 2000 / 2000) and
+# how many of a cycle's binds and status writes are in flight at once.
+SLUICE_KUBE_API_QPS = env_float("SLUICE_KUBE_API_QPS", 2000.0)
+SLUICE_KUBE_API_BURST = int(env_float("SLUICE_KUBE_API_BURST", 2000))
+SLUICE_BIND_WORKERS = int(env_float("SLUICE_BIND_WORKERS", 16))
+if not (SLUICE_KUBE_API_QPS > 0 and SLUICE_KUBE_API_BURST >= 1 and SLUICE_BIND_WORKERS >= 1):
+    raise ImproperlyConfigured(
+        "SLUICE_KUBE_API_QPS must be > 0, SLUICE_KUBE_API_BURST and SLUICE_BIND_WORKERS >= 1 "
+        f"(got {SLUICE_KUBE_API_QPS}, {SLUICE_KUBE_API_BURST}, {SLUICE_BIND_WORKERS})"
+    )
 CELERY_BEAT_SCHEDULE = {
     "run-cycle": {
         "task": "dashboard.tasks.run_cycle",

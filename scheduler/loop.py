@@ -76,6 +76,7 @@ def _run(
     started = time.perf_counter()
     now = time.time() if now is None else now
     writer = Writer(cache, client, act=act, gate_remover=gate_remover)
+    writer.errors.extend(cache.drain_write_errors())  # refused since the last cycle
     bind_removals = cache.gates_removed_at_bind
     tiers: list[list[Plugin]] = registry.plugin_tiers(config)
     check = NodeCapacityPlugin(admission) if admission is not None else None
@@ -93,6 +94,7 @@ def _run(
     refused_queues = frozenset(e.name for e in cache.invalid.entries() if e.kind == "queues")
     problems = report_queue_problems(ssn, writer, cache.queue_problems_said, refused_queues)
     ssn.close()
+    writer.flush()
     waiting = waiting_pods(ssn) + invalid_pods
     return CycleReport(
         started_at=now,

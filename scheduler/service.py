@@ -24,10 +24,12 @@ from scheduler.kube.client import KubeClusterClient
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
 from scheduler.kube.leader import fence_cluster_client
+from scheduler.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from scheduler.loop import run_cycle
 from scheduler.registry import LiveConfig
 
 log = logging.getLogger(__name__)
+DEFAULT_BIND_WORKERS = 16
 
 # Classes, nodes, queues and podgroups first, so pods find what they refer to on the first sync.
 # Namespaces for kube-system's UID: which cluster the reports are about.
@@ -173,6 +175,9 @@ class SchedulerService:
         admission: Admission | None = None,
         period: float = 0.0,
         leading: Callable[[], bool] | None = None,
+        kube_api_qps: float = DEFAULT_QPS,
+        kube_api_burst: int = DEFAULT_BURST,
+        bind_workers: int = DEFAULT_BIND_WORKERS,
     ) -> None:
         self.period = period  # seconds between cycles, as whoever runs them says (reported)
         self.live_config = LiveConfig(config_source, registry.check(config or default_config()))
@@ -182,12 +187,15 @@ class SchedulerService:
         names = [scheduler_name] if isinstance(scheduler_name, str) else list(scheduler_name)
         self.scheduler_names = names
         self.cache = SchedulerCache(names)
-        self.cluster = KubeClusterClient(api, component=names[0])
+        limiter = TokenBucket(kube_api_qps, kube_api_burst)
+        self.cluster = KubeClusterClient(api, component=names[0], limiter=limiter)
         # Gate removals leave the cycle: to the caller's remover (Celery queue "gates"), else
         # to a small in-process pool, so this service alone is a complete scheduler.
         self.gate_pool = None
         if gate_remover is None and act:
-            self.gate_pool = GateRemovalPool(self.cluster)
+            self.gate_pool = GateRemovalPool(
+                self.cluster, on_failure=self.cache.gate_removal_failed
+            )
             gate_remover = self.gate_pool.submit
         self.gate_remover = gate_remover
         # Leader election (scheduler.kube.leader): with ``leading``, nothing leaves this process
@@ -202,6 +210,13 @@ class SchedulerService:
         # nominatedNodeName patches leave the cycle too (the pipeline cache persistence design: Cache.Pipeline's goroutine).
         self.cache.async_writes = (
             ThreadPoolExecutor(max_workers=2, thread_name_prefix="status") if act else None
+        )
+        # A cycle's binds and status writes go out concurrently, at most ``bind_workers`` in
+        # flight (Volcano's bind workers; kube-scheduler's asynchronous binding).
+        if bind_workers < 1:
+            raise ValueError(f"bind workers: expected an integer >= 1, got {bind_workers!r}")
+        self.cache.cycle_writes = (
+            ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind") if act else None
         )
         self.feeder = CacheFeeder(self.cache)
         self.informers = InformerSet(api, WATCHED_KINDS, self.feeder)
@@ -250,3 +265,5 @@ class SchedulerService:
             self.gate_pool.shutdown()
         if self.cache.async_writes is not None:
             self.cache.async_writes.shutdown(wait=True)
+        if self.cache.cycle_writes is not None:
+            self.cache.cycle_writes.shutdown(wait=True)

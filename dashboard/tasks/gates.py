@@ -17,6 +17,7 @@ from celery import shared_task
 from dashboard import kube
 from dashboard.services import gate_stats
 from scheduler.kube.client import ApiError, KubeClusterClient
+from scheduler.kube.gate_pool import RETRIED
 from scheduler.kube.gates import GateRemoval
 from scheduler.kube.gates import remove_gate as remove_gate_now
 
@@ -56,6 +57,9 @@ def remove_gate(
             cluster, namespace, name, uid, reserved_at=reserved_at, on_conflict=on_conflict
         )
     except ApiError as exc:
+        if exc.status in RETRIED and self.request.retries < self.max_retries:
+            # The API is busy or failing (429, 5xx): try again later, as for a lost connection.
+            raise self.retry(exc=exc, countdown=min(10.0, 0.5 * 2**self.request.retries)) from exc
         log.warning("gate removal failed: %s", exc, extra={"object": f"pod {namespace}/{name}"})
         gate_stats.add({"failed": 1, "conflicts": conflicts})
         raise

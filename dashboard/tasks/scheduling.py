@@ -54,6 +54,9 @@ def scheduler_service() -> SchedulerService:
                 gate_remover=queue_gate_removal,
                 admission=scheduler_admission(config),
                 period=settings.SLUICE_CYCLE_PERIOD,
+                kube_api_qps=settings.SLUICE_KUBE_API_QPS,
+                kube_api_burst=settings.SLUICE_KUBE_API_BURST,
+                bind_workers=settings.SLUICE_BIND_WORKERS,
             )
             _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
         return _service

@@ -110,6 +110,9 @@ class SchedulerCache:
         # Where API writes that must not hold up a cycle run (nominatedNodeName patches):
         # an Executor in a live scheduler; None runs them in line (tests, simulations).
         self.async_writes: Executor | None = None
+        # A cycle's binds and status writes, sent concurrently (bounded by the pool's workers)
+        # and awaited at the cycle's end (scheduler.framework.writer); None: in line.
+        self.cycle_writes: Executor | None = None
         self._writes: set[Future] = set()
         self.write_errors: list[str] = []
         # Objects the watch delivered that Sluice cannot use (scheduler.cache.invalid): left
@@ -388,6 +391,12 @@ class SchedulerCache:
         what = f"stamp reservation {task.namespace}/{task.name}"
         self._write(lambda: client.stamp_reservation(task.pod, stamp), what, task.uid)
 
+    def gate_removal_failed(self, uid: str) -> None:
+        """The removal queued for this pod was given up: it is gated until the watch says
+        otherwise, and the next cycle decides again."""
+        with self._lock:
+            self._ungated.pop(uid, None)
+
     def note_gate_removed(self, task: TaskInfo) -> None:
         with self._lock:
             self._ungated[task.uid] = time.monotonic()
@@ -572,6 +581,13 @@ class SchedulerCache:
             if cached is not None:
                 self._delete_task(uid)
                 self.add_pod(cached.pod)
+
+    def drain_write_errors(self) -> list[str]:
+        """What the asynchronous writes (nominations, reservation stamps) were refused since
+        the last call: for the next cycle's report."""
+        with self._lock:
+            errors, self.write_errors = self.write_errors, []
+        return errors
 
     def wait_for_writes(self, timeout: float = 10.0) -> bool:
         """Wait for the asynchronous writes queued so far (tests, and a clean shutdown)."""

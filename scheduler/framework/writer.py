@@ -3,11 +3,19 @@
 In *observe* mode (``act=False``) nothing reaches the ClusterClient, but the transitions are
 still recorded, so the report shows what the scheduler would have done. Every transition
 carries its kind; nobody has to guess what happened from the states or the words.
+
+Binds and status writes (conditions, PodGroup status, events) go out concurrently through the
+cache's bounded pool ``cycle_writes`` — Volcano binds and kube-scheduler's asynchronous binding
+do not wait for one round trip before sending the next — and ``flush`` waits for them at the
+end of the cycle, so its report says which failed: a failed bind becomes ``BIND_FAILED`` in
+place of its ``ALLOCATED``, and only that pod is left to the next cycle. Without a pool (tests,
+simulations) each write runs in line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from scheduler.api.helpers import describe, pod_condition, reservation_stamp
@@ -41,6 +49,27 @@ class Writer:
         self.transitions: list[Transition] = []
         self.errors: list[str] = []
         self.jobs: Mapping[str, JobInfo] = {}  # the session's jobs (set when it opens): queues
+        # Writes in flight, in the order sent, each with what to do once it is done.
+        self._inflight: list[tuple[Future[None], Callable[[BaseException | None], None]]] = []
+
+    def _send(self, call: Callable[[], None], done: Callable[[BaseException | None], None]) -> None:
+        pool = self.cache.cycle_writes
+        if pool is None:
+            try:
+                call()
+            except Exception as exc:
+                done(exc)
+            else:
+                done(None)
+            return
+        self._inflight.append((pool.submit(call), done))
+
+    def flush(self) -> None:
+        """Wait for the writes sent during the cycle; what failed is recorded, in the order the
+        writes were sent."""
+        inflight, self._inflight = self._inflight, []
+        for future, done in inflight:
+            done(future.exception())
 
     def _record(
         self,
@@ -64,17 +93,27 @@ class Writer:
         ))  # fmt: skip
 
     def bind(self, task: TaskInfo, node_name: str, previous: PodState) -> None:
-        if self.client is not None:
-            try:
-                gate_removed = task.uid in self._removed_inline
-                self.cache.bind(task, node_name, self.client, gate_removed=gate_removed)
-            except Exception as exc:  # one failed bind must not stop the others
-                self.errors.append(f"bind {task.namespace}/{task.name} to {node_name}: {exc}")
-                kind = TransitionKind.BIND_FAILED
-                self._record(task, kind, previous, previous, node_name, f"bind failed: {exc}")
-                return
+        at = len(self.transitions)
         message = "allocated"
         self._record(task, TransitionKind.ALLOCATED, previous, PodState.BINDING, node_name, message)
+        client = self.client
+        if client is None:
+            return
+        gate_removed = task.uid in self._removed_inline
+
+        def bound(exc: BaseException | None) -> None:
+            if exc is None:
+                return
+            # One failed bind must not stop the others: it replaces its ALLOCATED.
+            self.errors.append(f"bind {task.namespace}/{task.name} to {node_name}: {exc}")
+            kind = TransitionKind.BIND_FAILED
+            del self.transitions[at]
+            self._record(task, kind, previous, previous, node_name, f"bind failed: {exc}")
+            self.transitions.insert(at, self.transitions.pop())
+
+        self._send(
+            lambda: self.cache.bind(task, node_name, client, gate_removed=gate_removed), bound
+        )
 
     def pipeline(
         self, task: TaskInfo, node_name: str, previous: PodState, deadline: float | None = None
@@ -170,7 +209,9 @@ class Writer:
     def _status_write(self, what: str, call: Callable[[], None]) -> None:
         """A status, condition or event write that the API refused (the object was deleted
         meanwhile, a conflict, a server error) is recorded; the cycle goes on with the rest."""
-        try:
-            call()
-        except Exception as exc:
-            self.errors.append(f"{what}: {exc}")
+
+        def done(exc: BaseException | None) -> None:
+            if exc is not None:
+                self.errors.append(f"{what}: {exc}")
+
+        self._send(call, done)

@@ -17,6 +17,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE, QUEUE_RESERVATION_ANNOTATION
+from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
 
 Obj = Mapping[str, Any]
@@ -82,17 +83,29 @@ def gate_removal_patch(
     return patch
 
 
+CONFLICT_RETRIES = 3  # client-go's retry.DefaultRetry has five steps; a bind should not wait long
+
+
 class KubeClusterClient:
     """The ClusterClient the scheduler uses against any cluster (real or simulated)."""
 
-    def __init__(self, api: client.ApiClient, *, component: str = "volcano") -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        component: str = "volcano",
+        limiter: TokenBucket | None = None,
+    ) -> None:
         self.api = api
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.component = component
+        self.limiter = limiter or TokenBucket()  # --kube-api-qps / --kube-api-burst
 
     def _request(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call a client method for raw JSON (``_preload_content=False``), ApiError on failure."""
+        """Call a client method for raw JSON (``_preload_content=False``), ApiError on failure;
+        each request first takes a token of the QPS limiter."""
+        self.limiter.acquire()
         try:
             return method(*args, _preload_content=False, **kwargs)
         except ApiException as exc:
@@ -166,19 +179,31 @@ class KubeClusterClient:
         """The bind path's synchronous safety net (gate-controlled scheduling design): remove
         our gate now (marking when the pod's reservation began, when given).
 
-        On conflict the pod is read again: if its gates are gone (the asynchronous worker got
-        there first) all is well, otherwise the conflict is raised and the bind fails.
+        On conflict the pod is read again (client-go's RetryOnConflict): if our gate is gone
+        (the asynchronous worker got there first) all is well; if the same pod changed in
+        something else (its reservation stamp, a label), the removal is sent again against the
+        fresh copy; a pod replaced under the same name (another uid), or conflicts that go on,
+        raise and the bind fails.
         """
-        patch = gate_removal_patch(pod, reserved_at=reserved_at)
-        if patch is None:
-            return
-        try:
-            self.patch_pod(pod, patch)
-        except Conflict:
-            namespace, name = _meta(pod)
-            fresh = self.get_pod(namespace, name)
-            if (fresh.get("spec") or {}).get("schedulingGates"):
-                raise
+        for _ in range(CONFLICT_RETRIES):
+            patch = gate_removal_patch(pod, reserved_at=reserved_at)
+            if patch is None:
+                return
+            try:
+                self.patch_pod(pod, patch)
+                return
+            except Conflict:
+                namespace, name = _meta(pod)
+                fresh = self.get_pod(namespace, name)
+                if (fresh.get("metadata") or {}).get("uid") != (pod.get("metadata") or {}).get(
+                    "uid"
+                ):
+                    raise
+                pod = fresh
+        namespace, name = _meta(pod)
+        raise Conflict(
+            409, f"pod {namespace}/{name}", f"still conflicting after {CONFLICT_RETRIES} tries"
+        )
 
     def _patch_pod_status(self, pod: Obj, body: dict, content_type: str) -> None:
         namespace, name = _meta(pod)

@@ -2,7 +2,10 @@
 
 Under Celery the ``remove_gate`` task on queue ``gates`` does this job; outside Celery this
 pool does the same work on a few threads, so the command alone is a complete scheduler. A
-pod already queued is not queued twice.
+pod already queued is not queued twice. A removal the API refuses for a while (429, 5xx) is
+tried again a few times; one that still fails is handed back (``on_failure``), so the cache
+stops counting the pod as ungated and the next cycle decides again — never a pod reported
+ungated that still carries its gate.
 """
 
 from __future__ import annotations
@@ -10,17 +13,30 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from scheduler.kube.client import ApiError, KubeClusterClient
 from scheduler.kube.gates import GateRemoval, remove_gate
 
 log = logging.getLogger(__name__)
+RETRIED = frozenset({429, 500, 502, 503, 504})  # refusals that pass: the API is busy or failing
+ATTEMPTS = 3
 
 
 class GateRemovalPool:
-    def __init__(self, cluster: KubeClusterClient, *, workers: int = 4) -> None:
+    def __init__(
+        self,
+        cluster: KubeClusterClient,
+        *,
+        workers: int = 4,
+        on_failure: Callable[[str], None] | None = None,
+        backoff: float = 0.2,
+    ) -> None:
         self._cluster = cluster
+        self._on_failure = on_failure  # given the pod's uid when its removal is given up
+        self._backoff = backoff
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gates")
         self._lock = threading.Lock()
         self._in_flight: dict[str, Future] = {}
@@ -40,12 +56,20 @@ class GateRemovalPool:
     def _remove(
         self, namespace: str, name: str, uid: str | None, reserved_at: str | None
     ) -> GateRemoval | None:
-        try:
-            outcome = remove_gate(self._cluster, namespace, name, uid, reserved_at=reserved_at)
-        except ApiError as exc:
-            log.warning("gate removal failed: %s", exc, extra={"object": f"pod {namespace}/{name}"})
-            self._count("failed")
-            return None
+        for attempt in range(ATTEMPTS):
+            try:
+                outcome = remove_gate(self._cluster, namespace, name, uid, reserved_at=reserved_at)
+                break
+            except ApiError as exc:
+                if exc.status in RETRIED and attempt + 1 < ATTEMPTS:
+                    time.sleep(self._backoff * 2**attempt)
+                    continue
+                where = {"object": f"pod {namespace}/{name}"}
+                log.warning("gate removal failed: %s", exc, extra=where)
+                self._count("failed")
+                if self._on_failure is not None and uid:
+                    self._on_failure(uid)
+                return None
         self._count(outcome.name.lower())
         return outcome
 

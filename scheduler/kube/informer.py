@@ -22,6 +22,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 from scheduler.kube.resources import RESOURCES
 
 log = logging.getLogger(__name__)
+PAGE_SIZE = 500  # client-go's pager default
 
 
 class EventHandler(Protocol):
@@ -87,17 +88,39 @@ class Informer:
                 log.warning("list/watch failed: %s", exc, extra={"object": self.kind})
                 self._stop.wait(self._backoff(failures))
 
+    def _list_pages(self) -> tuple[list[dict], str]:
+        """The whole list, ``PAGE_SIZE`` objects a request, as client-go's pager (``limit`` /
+        ``continue``): the server never builds one huge response. A continue token that expired
+        meanwhile (410) falls back to one full list, as client-go does."""
+        items: list[dict] = []
+        token = ""
+        while True:
+            extra = {"_continue": token} if token else {}
+            try:
+                response = self._list(_preload_content=False, limit=PAGE_SIZE, **extra,
+                                      **self._selector)  # fmt: skip
+            except ApiException as exc:
+                if exc.status != 410 or not token:
+                    raise
+                response = self._list(_preload_content=False, **self._selector)
+                body = json.loads(response.data)
+                return list(body.get("items") or []), body["metadata"]["resourceVersion"]
+            body = json.loads(response.data)
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return items, body["metadata"]["resourceVersion"]
+
     def _relist(self) -> str:
-        response = self._list(_preload_content=False, **self._selector)
-        body = json.loads(response.data)
+        items, version = self._list_pages()
         self.relists += 1
-        current = {object_key(obj): obj for obj in body.get("items") or []}
+        current = {object_key(obj): obj for obj in items}
         for key in sorted(set(self._known) - set(current)):
             self._handler.on_delete(self.kind, self._known.pop(key))
         for key, obj in current.items():
             self._dispatch("MODIFIED" if key in self._known else "ADDED", obj)
         self.synced.set()
-        return body["metadata"]["resourceVersion"]
+        return version
 
     def _watch(self, version: str) -> str:
         response = self._list(

@@ -73,6 +73,18 @@ class Command(BaseCommand):
         parser.add_argument("--leader-elect-resource-namespace", default=None)
         parser.add_argument("--leader-elect-resource-name", default=None)
         parser.add_argument(
+            "--kube-api-qps", type=float, default=settings.SLUICE_KUBE_API_QPS,
+            help="requests per second to the API server (Volcano's --kube-api-qps)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--kube-api-burst", type=int, default=settings.SLUICE_KUBE_API_BURST,
+            help="burst of requests above the QPS (Volcano's --kube-api-burst)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--bind-workers", type=int, default=settings.SLUICE_BIND_WORKERS,
+            help="binds and status writes of a cycle in flight at once",
+        )  # fmt: skip
+        parser.add_argument(
             "--scheduler-conf",
             default=settings.SLUICE_SCHEDULER_CONF,
             help="a scheduler configuration in Volcano's format (default: Sluice's)",
@@ -102,10 +114,15 @@ class Command(BaseCommand):
                 admission=_admission(api, clock),
                 leading=elector.is_leader if elector is not None else None,
                 period=period,
+                kube_api_qps=options["kube_api_qps"],
+                kube_api_burst=options["kube_api_burst"],
+                bind_workers=options["bind_workers"],
             )
         except (ConfigError, OSError) as exc:
             where = "--scheduler-conf" if options["scheduler_conf"] else "configuration"
             raise CommandError(f"{where}: {exc}") from exc
+        except ValueError as exc:  # a QPS, burst or worker count out of range
+            raise CommandError(str(exc)) from exc
         try:
             if elector is not None:
                 self._await_leadership(elector)  # a standby builds no cache and writes nothing

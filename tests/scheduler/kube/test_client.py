@@ -142,12 +142,42 @@ def test_the_bind_path_accepts_a_conflict_when_the_gate_is_already_gone(sim, clu
     assert cluster.get_pod("default", "p")["spec"]["nodeName"] == "n1"
 
 
-def test_the_bind_path_raises_when_the_conflict_leaves_the_gate(sim, cluster):
+def test_the_bind_path_retries_when_the_conflict_was_another_change(sim, cluster):
+    """The pod changed in something else (its reservation stamp, a label) since it was read:
+    the removal is sent again against the fresh copy (client-go's RetryOnConflict); it used
+    to fail the bind."""
     stale = gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)
+    cluster.stamp_reservation(stale, "2026-01-01T00:00:00Z")
     sim.core.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"x": "1"}}})
+
+    cluster.remove_scheduling_gate(stale)
+    cluster.bind(stale, "n1")
+
+    assert gates_of(cluster, "p") == []
+    assert cluster.get_pod("default", "p")["spec"]["nodeName"] == "n1"
+
+
+def test_the_bind_path_raises_when_the_pod_was_replaced(sim, cluster):
+    stale = gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)
+    sim.core.delete_namespaced_pod("p", "default", grace_period_seconds=0)
+    gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)  # same name, another uid
 
     with pytest.raises(Conflict):
         cluster.remove_scheduling_gate(stale)
+    assert gates_of(cluster, "p") == [QUEUE_ALLOCATION_GATE]
+
+
+def test_a_reservation_stamp_lands_only_on_the_pod_that_was_checked(sim, cluster):
+    stale = gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)
+    cluster.stamp_reservation(stale, "2026-01-01T00:00:00Z")
+    annotations = cluster.get_pod("default", "p")["metadata"]["annotations"]
+    assert annotations["sluice.io/queue-reservation-since"] == "2026-01-01T00:00:00Z"
+    sim.core.delete_namespaced_pod("p", "default", grace_period_seconds=0)
+    gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)
+    with pytest.raises(Exception, match="422|uid"):
+        cluster.stamp_reservation(stale, "2026-01-02T00:00:00Z")
+    fresh = cluster.get_pod("default", "p")["metadata"].get("annotations") or {}
+    assert "sluice.io/queue-reservation-since" not in fresh
 
 
 def test_the_gate_pool_removes_each_gate_once(sim, cluster):
@@ -175,3 +205,43 @@ def test_evict_marks_the_pod_terminating_and_records_why(sim, cluster):
     assert evicted["metadata"]["deletionTimestamp"]
     events = sim.core.list_namespaced_event("default").items
     assert ("Evict", "reclaimed by queue q2") in [(e.reason, e.message) for e in events]
+
+
+class Flaky:
+    """A cluster whose pod reads fail with ``status`` the first ``failures`` times."""
+
+    def __init__(self, real: KubeClusterClient, status: int, failures: int) -> None:
+        self.real, self.status, self.failures = real, status, failures
+
+    def get_pod(self, namespace, name):
+        from scheduler.kube.client import ApiError
+
+        if self.failures > 0:
+            self.failures -= 1
+            raise ApiError(self.status, f"pod {namespace}/{name}", "injected")
+        return self.real.get_pod(namespace, name)
+
+    def patch_pod(self, pod, patch):
+        return self.real.patch_pod(pod, patch)
+
+
+def test_the_gate_pool_tries_a_busy_api_again(sim, cluster):
+    stale = gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)
+    given_up: list[str] = []
+    pool = GateRemovalPool(Flaky(cluster, 503, 2), on_failure=given_up.append, backoff=0.0)
+    pool.submit("default", "p", stale["metadata"]["uid"])
+    assert pool.wait_idle()
+    pool.shutdown()
+    assert gates_of(cluster, "p") == [] and given_up == []
+
+
+def test_the_gate_pool_hands_back_a_removal_it_gives_up(sim, cluster):
+    """The cache then stops counting the pod as ungated: the next cycle decides again."""
+    stale = gated_pod(sim, "p", QUEUE_ALLOCATION_GATE)
+    given_up: list[str] = []
+    pool = GateRemovalPool(Flaky(cluster, 500, 99), on_failure=given_up.append, backoff=0.0)
+    pool.submit("default", "p", stale["metadata"]["uid"])
+    assert pool.wait_idle()
+    pool.shutdown()
+    assert gates_of(cluster, "p") == [QUEUE_ALLOCATION_GATE]
+    assert given_up == [stale["metadata"]["uid"]] and pool.outcomes["failed"] == 1
