@@ -11,8 +11,10 @@ from scheduler.api.labels import DURATION_ANNOTATION, GROUP_NAME_ANNOTATION, QUE
 from scheduler.api.node_matching import pod_constraints
 from scheduler.api.quantity import QuantityError, parse_resource_list
 from simcluster.api import validation
+from simcluster.api.decoding import decode
 from simcluster.api.errors import ApiError
 from simcluster.api.resources import RESOURCES
+from simcluster.api.structural import default_custom, validate_custom
 
 GATE_ANNOTATION = "scheduling.volcano.sh/queue-allocation-gate"
 DEFAULT_SCHEDULER = "volcano"
@@ -187,12 +189,13 @@ def api_check(plural: str, obj: dict, where: Where) -> None:
     the item, rather than as a refusal at its arrival time."""
     resource = RESOURCES[plural]
     try:
-        validation.validate_quantities_decode(resource, obj)
-        validation.validate_name(resource, obj)
-        validation.validate_labels(resource, obj)
-        validation.validate_custom_quantities(resource, obj)
+        checked = default_custom(resource, decode(resource, obj))
+        validation.validate_quantities_decode(resource, checked)
+        validation.validate_name(resource, checked)
+        validation.validate_labels(resource, checked)
+        validate_custom(resource, checked)
         if plural == "pods":
-            validation.validate_pod_create(obj)
+            validation.validate_pod_create(checked)
     except ApiError as exc:
         raise ScenarioError(f"{where}: {exc.message}") from None
 

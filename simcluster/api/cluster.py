@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simcluster.api import leases, poddisruptionbudgets, pods, priority, validation
+from simcluster.api.decoding import decode
 from simcluster.api.errors import (
     ApiError,
     bad_request,
@@ -25,6 +26,7 @@ from simcluster.api.eviction import evict_pod
 from simcluster.api.patch import apply_patch
 from simcluster.api.resources import RESOURCES, Resource
 from simcluster.api.selectors import field_selector, label_selector
+from simcluster.api.structural import default_custom, validate_custom
 from simcluster.api.webhook import Webhook, mutate_pod
 from simcluster.disruption import DisruptionController
 from simcluster.store import KINDS, InvalidContinue, Page, Store, StoreError
@@ -103,7 +105,9 @@ class Cluster:
     def create_object(self, plural: str, obj: dict, namespace: str | None = None) -> dict:
         """Admit, validate and store a new object, exactly as a POST does. Raises ``ApiError``."""
         resource = resource_for(plural)
-        obj = _checked_body(resource, obj)
+        obj = _checked_body(
+            resource, default_custom(resource, decode(resource, _checked_object(obj)))
+        )
         validation.validate_quantities_decode(resource, obj)
         validation.validate_binary_data_decode(resource, obj)
         if plural == "priorityclasses":
@@ -137,7 +141,7 @@ class Cluster:
             validation.validate_config_map(obj)
         if plural == "leases":
             leases.validate_lease(obj)
-        validation.validate_custom_quantities(resource, obj)
+        validate_custom(resource, obj)
         validation.validate_labels(resource, obj)
         if plural == "priorityclasses":  # validating admission, after validation
             priority.admit_priority_class(obj, self.store, update=False)
@@ -196,6 +200,8 @@ class Cluster:
 
         def change(obj: dict) -> None:
             patched = apply_patch(content_type, obj, patch, custom=resource.custom)
+            if not isinstance(patched.get("metadata", {}), dict):
+                raise bad_request("metadata must be an object")
             meta = patched.setdefault("metadata", {})
             if meta.get("name") != name or (
                 resource.namespaced and meta.get("namespace") != namespace
@@ -231,6 +237,7 @@ class Cluster:
         elif subresource:
             raise ApiError(405, f"{subresource} does not support update or patch")
         else:
+            new = default_custom(resource, decode(resource, new))
             validation.validate_quantities_decode(resource, new)
             validation.validate_binary_data_decode(resource, new)
             if resource.plural == "priorityclasses":
@@ -245,7 +252,7 @@ class Cluster:
                 validation.validate_config_map(new)
             if resource.plural == "leases":
                 leases.validate_lease(new)
-            validation.validate_custom_quantities(resource, new, current)
+            validate_custom(resource, new, current)
             validation.validate_labels(resource, new)
             if resource.plural == "priorityclasses":
                 priority.validate_priority_class_update(current, new)
@@ -349,8 +356,8 @@ def _request_namespace(namespace: str | None, meta: dict) -> str:
 def _default_status(plural: str, obj: dict) -> None:
     if plural == "namespaces":
         obj["status"] = {"phase": "Active"}
-    elif plural == "queues":
-        obj.setdefault("status", {}).setdefault("state", "Open")
+    elif plural == "queues" and isinstance(obj.setdefault("status", {}), dict):
+        obj["status"].setdefault("state", "Open")  # a status of another type: 422 below
 
 
 def _check_preconditions(plural: str, current: dict, preconditions: dict) -> None:

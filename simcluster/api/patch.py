@@ -13,6 +13,7 @@ import json
 
 import jsonpatch
 
+from simcluster.api.decoding import MAX_BODY_DEPTH, nesting_depth
 from simcluster.api.errors import ApiError, bad_request
 
 JSON_PATCH = "application/json-patch+json"
@@ -59,6 +60,10 @@ def apply_patch(content_type: str, original: dict, patch_body: bytes, *, custom:
         patch = json.loads(patch_body or b"null")
     except ValueError as error:
         raise bad_request(f"error decoding patch: {error}") from None
+    except RecursionError:
+        raise bad_request("error decoding patch: nested too deeply") from None
+    if nesting_depth(patch) > MAX_BODY_DEPTH:
+        raise bad_request(f"error decoding patch: nested more than {MAX_BODY_DEPTH} levels")
     result = _PATCHERS[media_type](copy.deepcopy(original), patch)
     if not isinstance(result, dict):
         raise bad_request("the patch turned the object into something that is not an object")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from simcluster.api import resources as docs
 from simcluster.api.cluster import Cluster
+from simcluster.api.decoding import MAX_BODY_DEPTH, nesting_depth
 from simcluster.api.errors import ApiError, bad_request, success_status
 from simcluster.api.openapi import openapi_group_version, openapi_root
 from simcluster.api.routing import Route, parse_resource_path
@@ -44,8 +45,14 @@ class RequestContext:
             )
         try:
             body = json.loads(self.body or b"{}")
-        except ValueError as error:
+        except ValueError as error:  # not JSON, not UTF-8, an integer past 4300 digits
             raise bad_request(f"the request body is not valid JSON: {error}") from None
+        except RecursionError:
+            raise bad_request("the request body is not valid JSON: nested too deeply") from None
+        if nesting_depth(body) > MAX_BODY_DEPTH:
+            raise bad_request(
+                f"the request body is not valid JSON: nested more than {MAX_BODY_DEPTH} levels"
+            )
         if not isinstance(body, dict):
             raise bad_request("the request body must be a JSON object")
         return body

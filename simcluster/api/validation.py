@@ -9,11 +9,8 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator
-from decimal import Decimal
 
-from kubernetes.utils import parse_quantity
-
-from scheduler.api.quantity import kube_syntax_error
+from scheduler.api.quantity import QuantityError, kube_syntax_error, quantity_value
 from simcluster.api.errors import (
     ApiError,
     bad_request,
@@ -207,18 +204,8 @@ def validate_labels(resource: Resource, obj: dict) -> None:
 # resource.ParseQuantity refuses ("abc", "1K") fails the request with 400 Bad Request. A quantity
 # that parses goes on to validation, which refuses a negative request, limit or overhead with
 # 422 Invalid ("-1Gi"). Neither sets an upper bound: "1e400" and "99999999999999999999999" are
-# stored as sent. Custom resources are checked against their CRD's schema instead: Volcano's
-# (controller-gen's) pattern for a Quantity field, which refuses "abc" (422) and lets "-1Gi" in.
-
-CRD_QUANTITY = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
-    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-# Where Volcano's CRDs hold quantities: (path to a map of resource name to quantity).
-_CRD_QUANTITY_MAPS = {
-    "queues": (("spec", "capability"), ("spec", "deserved"), ("spec", "guarantee", "resource")),
-    "podgroups": (("spec", "minResources"),),
-}
+# stored as sent. Custom resources are checked against their CRD's schema instead (Volcano's
+# pattern for a Quantity field refuses "abc" and lets "-1Gi" in): see ``structural``.
 
 
 def validate_quantities_decode(resource: Resource, obj: dict) -> None:
@@ -230,38 +217,6 @@ def validate_quantities_decode(resource: Resource, obj: dict) -> None:
                 f'{resource.kind} in version "{resource.version}" cannot be handled as a '
                 f"{resource.kind}: {error}"
             )
-
-
-def validate_custom_quantities(resource: Resource, obj: dict, old: dict | None = None) -> None:
-    """422, worded as the CRD schema validation: a quantity not matching the Quantity pattern.
-    On an update a value left as it was is not checked again (CRD validation ratcheting)."""
-    causes = []
-    for path in _CRD_QUANTITY_MAPS.get(resource.plural, ()):
-        values, before = _dig(obj, path), _dig(old or {}, path)
-        if not isinstance(values, dict):
-            continue
-        for key, value in values.items():
-            if isinstance(before, dict) and key in before and before[key] == value:
-                continue
-            field = ".".join((*path, str(key)))
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
-                message = (
-                    f'{field} in body must be of type integer,string: "{type(value).__name__}"'
-                )
-                causes.append(invalid_field(field, value, message))
-            elif isinstance(value, str) and not re.fullmatch(CRD_QUANTITY, value):
-                message = f"{field} in body should match '{CRD_QUANTITY}'"
-                causes.append(invalid_field(field, value, message))
-    if causes:
-        name = obj["metadata"].get("name") or ""
-        raise invalid(resource.kind, name, causes, resource.group)
-
-
-def _dig(obj: dict, path: tuple[str, ...]) -> object:
-    current: object = obj
-    for key in path:
-        current = current.get(key) if isinstance(current, dict) else None
-    return current
 
 
 def _core_quantities(plural: str, obj: dict) -> Iterator[tuple[str, object]]:
@@ -294,8 +249,8 @@ def _negative_quantities(pod: dict) -> list[tuple[str, str, str]]:
     causes = []
     for field, value in _core_quantities("pods", pod):
         try:
-            negative = value is not None and Decimal(parse_quantity(value)) < 0
-        except (ValueError, ArithmeticError):
+            negative = value is not None and quantity_value(value, obj="", field=field) < 0
+        except QuantityError:
             continue  # refused at decoding already
         if negative:
             causes.append(invalid_field(field, value, "must be greater than or equal to 0"))
@@ -308,6 +263,7 @@ def validate_pod_create(pod: dict) -> None:
     causes = _negative_quantities(pod)
     if not spec.get("containers"):
         causes.append(required_field("spec.containers"))
+    causes.extend(_container_name_errors(spec))
     if spec.get("schedulingGates") and spec.get("nodeName"):
         causes.append(
             forbidden_field(
@@ -317,6 +273,27 @@ def validate_pod_create(pod: dict) -> None:
     causes.extend(_gate_errors(spec.get("schedulingGates") or []))
     if causes:
         raise invalid("Pod", name, causes)
+
+
+def _container_name_errors(spec: dict) -> list[tuple[str, str, str]]:
+    """kube-apiserver's validateContainers, then validateInitContainers: every name a DNS label,
+    unique across the pod's containers and init containers."""
+    causes, seen = [], set()
+    for kind in ("containers", "initContainers"):
+        containers = spec.get(kind)
+        for i, container in enumerate(containers if isinstance(containers, list) else []):
+            field = f"spec.{kind}[{i}].name"
+            name = container.get("name") if isinstance(container, dict) else None
+            if not name:
+                causes.append(required_field(field))
+            elif len(name) > 63:
+                causes.append(invalid_field(field, name, "must be no more than 63 characters"))
+            elif not re.fullmatch(DNS1123_LABEL, name):
+                causes.append(invalid_field(field, name, LABEL_MESSAGE))
+            elif name in seen:
+                causes.append((field, "FieldValueDuplicate", f'Duplicate value: "{name}"'))
+            seen.add(name)
+    return causes
 
 
 def _gate_errors(gates: list) -> list[tuple[str, str, str]]:

@@ -1,0 +1,330 @@
+"""Decoding a request body as kube-apiserver's JSON decoder does, before any validation.
+
+kube-apiserver decodes a built-in object (a Pod) into its Go struct with sigs.k8s.io/json, a
+fork of encoding/json: a value of the wrong JSON type for its field fails the request with
+400 Bad Request, worded as encoding/json's UnmarshalTypeError::
+
+    Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go
+    struct field PodSpec.spec.containers of type []v1.Container
+
+(the innermost struct's name, the field's path of JSON names, the Go type). Decoding goes on
+past such an error and reports the first one; a custom unmarshaler's error (a Quantity's
+``ParseQuantity``) stops it and is reported instead. A JSON null is the field's zero value:
+the object that is stored has none, as kube-apiserver's round trip through Go leaves none.
+
+The Go types below are those of k8s.io/api core/v1 and apimachinery meta/v1 for the fields
+Sluice, its simulated cluster and their clients read; a field not listed is taken as it is.
+Custom resources are decoded without types (their schema validates them, see
+``structural``); their metadata is ObjectMeta's, a malformed field of which is dropped, as
+apiextensions-apiserver's objectmeta.GetObjectMeta does with DropMalformedFields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from scheduler.api.quantity import kube_syntax_error
+from simcluster.api.errors import ApiError, bad_request
+from simcluster.api.resources import Resource
+
+# Kubernetes objects are a few levels deep; a body nested deeper than this would make the
+# server's own copies and walks recurse past Python's limit (kube-apiserver's decoder stops at
+# 10,000 levels, which Python cannot follow).
+MAX_BODY_DEPTH = 100
+
+
+def nesting_depth(value: object) -> int:
+    """How deep ``value`` nests, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_BODY_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+@dataclass(frozen=True)
+class GoType:
+    go: str  # as reflect.Type.String() prints it: "[]v1.Container", "int32"
+    kind: str  # string, int, uint, bool, float, struct, slice, map, quantity, any
+    bits: int = 64
+    struct: str = ""  # a struct's name, for the error's "Go struct field <struct>.<path>"
+    fields: dict[str, GoType] = field(default_factory=dict)
+    elem: GoType | None = None
+
+
+STRING = GoType("string", "string")
+BOOL = GoType("bool", "bool")
+INT32 = GoType("int32", "int", 32)
+INT64 = GoType("int64", "int", 64)
+ANY = GoType("interface {}", "any")
+QUANTITY = GoType("resource.Quantity", "quantity")
+
+
+def named(go: str) -> GoType:
+    """A named string type (``v1.TolerationOperator``)."""
+    return GoType(go, "string")
+
+
+def struct(go: str, fields: dict[str, GoType]) -> GoType:
+    return GoType(go, "struct", struct=go.rpartition(".")[2], fields=fields)
+
+
+def slice_of(elem: GoType) -> GoType:
+    return GoType(f"[]{elem.go}", "slice", elem=elem)
+
+
+def map_of(elem: GoType, go: str = "") -> GoType:
+    return GoType(go or f"map[string]{elem.go}", "map", elem=elem)
+
+
+STRINGS = slice_of(STRING)
+STRING_MAP = map_of(STRING)
+RESOURCE_LIST = map_of(QUANTITY, "v1.ResourceList")
+
+OWNER_REFERENCE = struct(
+    "v1.OwnerReference",
+    {"apiVersion": STRING, "kind": STRING, "name": STRING, "uid": named("types.UID"),
+     "controller": BOOL, "blockOwnerDeletion": BOOL},
+)  # fmt: skip
+OBJECT_META = struct(
+    "v1.ObjectMeta",
+    {"name": STRING, "generateName": STRING, "namespace": STRING, "selfLink": STRING,
+     "uid": named("types.UID"), "resourceVersion": STRING, "generation": INT64,
+     "deletionGracePeriodSeconds": INT64, "labels": STRING_MAP, "annotations": STRING_MAP,
+     "ownerReferences": slice_of(OWNER_REFERENCE), "finalizers": STRINGS},
+)  # fmt: skip
+
+RESOURCE_REQUIREMENTS = struct(
+    "v1.ResourceRequirements", {"limits": RESOURCE_LIST, "requests": RESOURCE_LIST}
+)
+CONTAINER = struct(
+    "v1.Container",
+    {"name": STRING, "image": STRING, "command": STRINGS, "args": STRINGS, "workingDir": STRING,
+     "ports": slice_of(struct("v1.ContainerPort", {
+         "name": STRING, "hostPort": INT32, "containerPort": INT32,
+         "protocol": named("v1.Protocol"), "hostIP": STRING})),
+     "env": slice_of(struct("v1.EnvVar", {"name": STRING, "value": STRING})),
+     "resources": RESOURCE_REQUIREMENTS,
+     "restartPolicy": named("v1.ContainerRestartPolicy"),
+     "terminationMessagePath": STRING,
+     "terminationMessagePolicy": named("v1.TerminationMessagePolicy"),
+     "imagePullPolicy": named("v1.PullPolicy"), "stdin": BOOL, "stdinOnce": BOOL, "tty": BOOL},
+)  # fmt: skip
+NODE_SELECTOR_REQUIREMENT = struct(
+    "v1.NodeSelectorRequirement",
+    {"key": STRING, "operator": named("v1.NodeSelectorOperator"), "values": STRINGS},
+)
+NODE_SELECTOR_TERM = struct(
+    "v1.NodeSelectorTerm",
+    {"matchExpressions": slice_of(NODE_SELECTOR_REQUIREMENT),
+     "matchFields": slice_of(NODE_SELECTOR_REQUIREMENT)},
+)  # fmt: skip
+AFFINITY = struct(
+    "v1.Affinity",
+    {"nodeAffinity": struct("v1.NodeAffinity", {
+        "requiredDuringSchedulingIgnoredDuringExecution": struct(
+            "v1.NodeSelector", {"nodeSelectorTerms": slice_of(NODE_SELECTOR_TERM)}),
+        "preferredDuringSchedulingIgnoredDuringExecution": slice_of(struct(
+            "v1.PreferredSchedulingTerm", {"weight": INT32, "preference": NODE_SELECTOR_TERM})),
+    })},
+)  # fmt: skip
+TOLERATION = struct(
+    "v1.Toleration",
+    {"key": STRING, "operator": named("v1.TolerationOperator"), "value": STRING,
+     "effect": named("v1.TaintEffect"), "tolerationSeconds": INT64},
+)  # fmt: skip
+POD_SPEC = struct(
+    "v1.PodSpec",
+    {"initContainers": slice_of(CONTAINER), "containers": slice_of(CONTAINER),
+     "restartPolicy": named("v1.RestartPolicy"), "terminationGracePeriodSeconds": INT64,
+     "activeDeadlineSeconds": INT64, "dnsPolicy": named("v1.DNSPolicy"),
+     "nodeSelector": STRING_MAP, "serviceAccountName": STRING, "serviceAccount": STRING,
+     "automountServiceAccountToken": BOOL, "nodeName": STRING, "hostNetwork": BOOL,
+     "hostPID": BOOL, "hostIPC": BOOL, "shareProcessNamespace": BOOL,
+     "imagePullSecrets": slice_of(struct("v1.LocalObjectReference", {"name": STRING})),
+     "hostname": STRING, "subdomain": STRING, "affinity": AFFINITY, "schedulerName": STRING,
+     "tolerations": slice_of(TOLERATION), "priorityClassName": STRING, "priority": INT32,
+     "readinessGates": slice_of(struct("v1.PodReadinessGate",
+                                       {"conditionType": named("v1.PodConditionType")})),
+     "runtimeClassName": STRING, "enableServiceLinks": BOOL,
+     "preemptionPolicy": named("v1.PreemptionPolicy"), "overhead": RESOURCE_LIST,
+     "setHostnameAsFQDN": BOOL, "hostUsers": BOOL,
+     "schedulingGates": slice_of(struct("v1.PodSchedulingGate", {"name": STRING})),
+     "resources": RESOURCE_REQUIREMENTS},
+)  # fmt: skip
+POD_STATUS = struct(
+    "v1.PodStatus",
+    {"phase": named("v1.PodPhase"),
+     "conditions": slice_of(struct("v1.PodCondition", {
+         "type": named("v1.PodConditionType"), "status": named("v1.ConditionStatus"),
+         "reason": STRING, "message": STRING})),
+     "message": STRING, "reason": STRING, "nominatedNodeName": STRING, "hostIP": STRING,
+     "podIP": STRING, "qosClass": named("v1.PodQOSClass"),
+     "containerStatuses": slice_of(struct("v1.ContainerStatus", {
+         "name": STRING, "ready": BOOL, "restartCount": INT32, "image": STRING,
+         "imageID": STRING, "containerID": STRING, "started": BOOL}))},
+)  # fmt: skip
+
+
+def _object(go: str, **parts: GoType) -> GoType:
+    return struct(go, {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT_META, **parts})
+
+
+# What each built-in resource decodes into; the others decode their metadata only.
+TYPES: dict[str, GoType] = {
+    "pods": _object("v1.Pod", spec=POD_SPEC, status=POD_STATUS),
+}
+
+
+@dataclass
+class _Decoding:
+    type_error: str = ""  # the first UnmarshalTypeError, saved; decoding goes on
+    stop_error: str = ""  # an unmarshaler's error: decoding stops there
+    stop_field: str = ""
+    type_field: str = ""
+
+
+def decode(resource: Resource, obj: dict) -> dict:
+    """``obj`` as kube-apiserver's decoder leaves it (nulls gone), or a 400 ApiError worded as
+    its decoder words the first error."""
+    if resource.custom:
+        if obj.get("metadata") is not None and not isinstance(obj["metadata"], dict):
+            raise _cannot_decode(resource, "metadata must be an object", "metadata")
+        return _custom_metadata(obj)
+    go_type = TYPES.get(resource.plural, _object(f"v1.{resource.kind}"))
+    state = _Decoding()
+    decoded = _walk(obj, go_type, [], go_type.struct, state)
+    error, where = (
+        (state.stop_error, state.stop_field)
+        if state.stop_error
+        else (state.type_error, state.type_field)
+    )
+    if error:
+        raise _cannot_decode(resource, error, where)
+    return decoded
+
+
+def _cannot_decode(resource: Resource, error: str, where: str) -> ApiError:
+    failure = bad_request(
+        f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+        f"{resource.kind}: {error}"
+    )
+    # kube-apiserver's 400 has no details; these name the field for a client that reads them
+    # (a quantity's ParseQuantity error does not name it).
+    failure.details = {
+        "kind": resource.plural,
+        "causes": [{"reason": "FieldValueInvalid", "message": error, "field": where}],
+    }
+    return failure
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _literal(value: object) -> str:
+    return json.dumps(value)  # the number's text, as the client wrote it
+
+
+def _walk(value: object, t: GoType, path: list[str], owner: str, state: _Decoding) -> object:
+    """``value`` decoded into ``t``: the first type error kept in ``state``; nulls dropped."""
+    if value is None or t.kind == "any":
+        return value
+
+    def mismatch(described: str) -> object:
+        if not state.type_error:
+            state.type_error = (
+                f"json: cannot unmarshal {described} into Go struct field "
+                f"{owner}.{'.'.join(path)} of type {t.go}"
+            )
+            state.type_field = ".".join(path)
+        return _zero(t)
+
+    kind = t.kind
+    if kind == "quantity":
+        error = kube_syntax_error(value if isinstance(value, str | int | float) else [])
+        if error and not state.stop_error:
+            state.stop_error, state.stop_field = error, ".".join(path)
+        return value
+    if kind == "string":
+        return value if isinstance(value, str) else mismatch(_json_kind(value))
+    if kind == "bool":
+        return value if isinstance(value, bool) else mismatch(_json_kind(value))
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return mismatch(_json_kind(value))
+        limit = 2 ** (t.bits - 1)
+        if isinstance(value, float) or not -limit <= value < limit:
+            return mismatch(f"number {_literal(value)}")
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return mismatch(_json_kind(value))
+        return value
+    if kind == "slice":
+        if not isinstance(value, list):
+            return mismatch(_json_kind(value))
+        assert t.elem is not None
+        return [_element(v, t.elem, path, owner, state) for v in value]
+    if kind == "map":
+        if not isinstance(value, dict):
+            return mismatch(_json_kind(value))
+        assert t.elem is not None
+        return {k: _element(v, t.elem, path, owner, state) for k, v in value.items()}
+    if kind == "struct":
+        if not isinstance(value, dict):
+            return mismatch(_json_kind(value))
+        out = {}
+        for key, item in value.items():
+            if item is None:
+                continue  # the zero value: omitted when the object is written back
+            field_type = t.fields.get(key)
+            out[key] = (
+                item
+                if field_type is None
+                else _walk(item, field_type, [*path, key], t.struct, state)
+            )
+        return out
+    return value
+
+
+def _element(value: object, t: GoType, path: list[str], owner: str, state: _Decoding) -> object:
+    """A slice element or map value: null is the element type's zero value."""
+    if value is None:
+        return _zero(t)
+    return _walk(value, t, path, owner, state)
+
+
+def _zero(t: GoType) -> object:
+    return {"string": "", "bool": False, "int": 0, "float": 0, "quantity": "0",
+            "struct": {}}.get(t.kind)  # fmt: skip
+
+
+# -- custom resources: ObjectMeta's fields that do not decode are dropped -----------------
+
+
+def _custom_metadata(obj: dict) -> dict:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return obj
+    kept = {}
+    for key, value in meta.items():
+        state = _Decoding()
+        field_type = OBJECT_META.fields.get(key)
+        decoded = value if field_type is None else _walk(value, field_type, [key], "", state)
+        if not state.type_error and decoded is not None:
+            kept[key] = decoded
+    return {**obj, "metadata": kept}
