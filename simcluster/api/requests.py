@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from simcluster.api import protobuf
 from simcluster.api import resources as docs
 from simcluster.api.cluster import Cluster
 from simcluster.api.decoding import MAX_BODY_DEPTH, nesting_depth
 from simcluster.api.errors import ApiError, bad_request, success_status
 from simcluster.api.openapi import openapi_group_version, openapi_root
+from simcluster.api.protobuf import PROTOBUF
 from simcluster.api.routing import Route, parse_resource_path
 from simcluster.api.selectors import field_selector, label_selector
 from simcluster.api.tables import render_table
@@ -37,6 +39,8 @@ class RequestContext:
 
     def json_body(self) -> dict:
         media_type = self.headers.get("content-type", "application/json").split(";")[0].strip()
+        if media_type == PROTOBUF:  # kubectl's typed clients (kubectl create namespace …)
+            return protobuf.to_json(self.body)
         if media_type not in ("application/json", "", "*/*"):
             raise ApiError(
                 415,
