@@ -218,6 +218,8 @@ class SchedulerService:
         self.cache.cycle_writes = (
             ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind") if act else None
         )
+        # Room for every write in flight, the status writes, the gate removals and the reads.
+        self.cluster.keep_connections(bind_workers + 8)
         self.feeder = CacheFeeder(self.cache)
         self.informers = InformerSet(api, WATCHED_KINDS, self.feeder)
 

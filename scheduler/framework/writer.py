@@ -6,8 +6,8 @@ carries its kind; nobody has to guess what happened from the states or the words
 
 Binds and status writes (conditions, PodGroup status, events) go out concurrently through the
 cache's bounded pool ``cycle_writes`` — Volcano binds and kube-scheduler's asynchronous binding
-do not wait for one round trip before sending the next — and ``flush`` waits for them at the
-end of the cycle, so its report says which failed: a failed bind becomes ``BIND_FAILED`` in
+do not wait for one round trip before sending the next — sent by ``flush`` once the actions are
+done and awaited there, so the cycle's report says which failed: a failed bind becomes ``BIND_FAILED`` in
 place of its ``ALLOCATED``, and only that pod is left to the next cycle. Without a pool (tests,
 simulations) each write runs in line.
 """
@@ -15,7 +15,6 @@ simulations) each write runs in line.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from typing import Any
 
 from scheduler.api.helpers import describe, pod_condition, reservation_stamp
@@ -49,12 +48,11 @@ class Writer:
         self.transitions: list[Transition] = []
         self.errors: list[str] = []
         self.jobs: Mapping[str, JobInfo] = {}  # the session's jobs (set when it opens): queues
-        # Writes in flight, in the order sent, each with what to do once it is done.
-        self._inflight: list[tuple[Future[None], Callable[[BaseException | None], None]]] = []
+        # Writes decided in the cycle, in order, each with what to do once it is done.
+        self._queued: list[tuple[Callable[[], None], Callable[[BaseException | None], None]]] = []
 
     def _send(self, call: Callable[[], None], done: Callable[[BaseException | None], None]) -> None:
-        pool = self.cache.cycle_writes
-        if pool is None:
+        if self.cache.cycle_writes is None:
             try:
                 call()
             except Exception as exc:
@@ -62,12 +60,18 @@ class Writer:
             else:
                 done(None)
             return
-        self._inflight.append((pool.submit(call), done))
+        self._queued.append((call, done))
 
     def flush(self) -> None:
-        """Wait for the writes sent during the cycle; what failed is recorded, in the order the
-        writes were sent."""
-        inflight, self._inflight = self._inflight, []
+        """Send the writes the cycle decided, all at once through the pool, and wait for them;
+        what failed is recorded, in the order the writes were decided. They leave only once
+        the actions are done: in one Python process, writes in flight during allocate would
+        slow the cycle down by as much as they overlap it (the interpreter lock)."""
+        pool = self.cache.cycle_writes
+        queued, self._queued = self._queued, []
+        if pool is None:
+            return
+        inflight = [(pool.submit(call), done) for call, done in queued]
         for future, done in inflight:
             done(future.exception())
 
