@@ -232,8 +232,9 @@ if SLUICE_MODE not in {"act", "observe"}:
     raise ImproperlyConfigured(f"SLUICE_MODE={SLUICE_MODE!r}: expected act or observe")
 SLUICE_CYCLE_LOCK_TTL = env_float("SLUICE_CYCLE_LOCK_TTL", 60.0)
 # Leader election on a coordination.k8s.io/v1 Lease (README: Leader election), Volcano's
-# --leader-elect with its defaults; manage.py schedule opts in with --leader-elect. The Celery
-# scheduler worker does not read SLUICE_LEADER_ELECT yet: it still takes the cycle lock above.
+# --leader-elect with its defaults. The Celery scheduler workers campaign for it when
+# SLUICE_LEADER_ELECT is true: only the holder schedules (dashboard/tasks/scheduling.py); false
+# falls back to the cycle lock above. manage.py schedule opts in with --leader-elect.
 SLUICE_LEADER_ELECT = env_bool("SLUICE_LEADER_ELECT", True)
 SLUICE_LEADER_ELECT_LEASE_DURATION = env_float("SLUICE_LEADER_ELECT_LEASE_DURATION", 15.0)
 SLUICE_LEADER_ELECT_RENEW_DEADLINE = env_float("SLUICE_LEADER_ELECT_RENEW_DEADLINE", 10.0)

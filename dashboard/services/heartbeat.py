@@ -1,7 +1,8 @@
 """What the scheduler leader and the Celery workers say about themselves, in Redis, so that
 ``/healthz`` reads it in a round trip instead of broadcasting to the workers and waiting.
 
-The leader is the worker that holds the cycle lock (``dashboard.services.locking``). It beats
+The leader is the worker that holds the Lease (``dashboard.tasks.scheduling``, leader election)
+or, with ``SLUICE_LEADER_ELECT=false``, the cycle lock (``dashboard.services.locking``). It beats
 when its cycle starts, every half period while the cycle runs (a long cycle is not a dead
 leader) and when the cycle ends; between cycles, beat sends the next one a period later. Each
 beat sets ``ALIVE_KEY`` with a time to live of ``ALIVE_PERIODS`` (1.8) periods: a leader that
@@ -70,6 +71,9 @@ class LeaderHeartbeat:
     worker: str
     period: float
     clock: Callable[[], float] = time.time
+    # With leader election: a beat is written only while this worker holds the Lease, so a
+    # leader deposed in the middle of a cycle says nothing more (its successor beats).
+    leading: Callable[[], bool] | None = None
     _warned: bool = field(default=False, repr=False)
 
     @property
@@ -128,6 +132,8 @@ class LeaderHeartbeat:
         clear: tuple[str, ...] = (),
         **fields: float | str,
     ) -> None:
+        if self.leading is not None and not self.leading():
+            return
         now = self.clock()
         mapping = {
             "worker": self.worker,

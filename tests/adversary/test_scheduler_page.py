@@ -24,6 +24,7 @@ def worker_against(sim, tmp_path, settings, monkeypatch):
     settings.SLUICE_KUBECONFIG = str(sim.server.write_kubeconfig(tmp_path / "kubeconfig"))
     settings.SLUICE_SCHEDULER_CONFIGMAP = ""
     settings.SLUICE_MODE = "act"
+    settings.SLUICE_LEADER_ELECT = False  # run_cycle runs the cycle itself
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
     kube.api_client.cache_clear()
     scheduling.reset_scheduler_service()

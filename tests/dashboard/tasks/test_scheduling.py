@@ -25,8 +25,11 @@ from tests.scheduler.test_service import bound_nodes, create_cluster
 
 @pytest.fixture
 def scheduler_worker(settings, redis_url):
+    """A worker running each cycle beat sends under the Redis cycle lock; the leader-elected
+    workers are in tests/dashboard/test_celery_leader_election.py."""
     settings.CELERY_BROKER_URL = redis_url
     settings.SLUICE_MODE = "act"
+    settings.SLUICE_LEADER_ELECT = False
     previous = app.conf.broker_url
     use_broker(redis_url)
     with start_worker(app, pool="solo", queues=["scheduler"], perform_ping_check=False):
@@ -69,6 +72,7 @@ def test_a_cycle_without_a_cluster_logs_and_returns(settings, tmp_path, caplog):
     # A Celery worker started by an earlier test may have raised the root logger's level.
     caplog.set_level(logging.WARNING, logger="dashboard.tasks.scheduling")
     settings.SLUICE_KUBECONFIG = str(tmp_path / "absent")
+    settings.SLUICE_LEADER_ELECT = False
     kube.api_client.cache_clear()
     scheduling.reset_scheduler_service()
 
@@ -87,6 +91,7 @@ def test_each_cycle_report_reaches_the_history_through_celery(
 
     settings.CELERY_BROKER_URL = redis_url
     settings.SLUICE_MODE = "act"
+    settings.SLUICE_LEADER_ELECT = False  # a cycle per message, under the cycle lock
     previous = app.conf.broker_url
     use_broker(redis_url)
     create_cluster(sim, pods=2)
