@@ -162,3 +162,8 @@ class LiveState(models.Model):
 
     def __str__(self) -> str:
         return f"live state {self.key}"
+
+
+# What-if experiments live in their own module (dashboard/whatif/); imported here so Django
+# registers them with the app.
+from dashboard.whatif.models import Experiment, VariantResult  # noqa: E402, F401

@@ -1,0 +1,325 @@
+"""An experiment, as a file: a workload, a cluster and the variants to compare.
+
+::
+
+    name: gates on or off
+    seed: 1              # every variant plays the same workload with the same object UIDs
+    horizon: 600         # simulated seconds each variant runs
+    step: 5              # simulated seconds between scheduling cycles
+    workload:
+      scenario: {...}    # a scenario file's contents (simcluster/scenarios/README.md), the
+                         # cluster (nodes, nodeGroups) included; or
+      trace:             # a window of the Alibaba openb trace shipped in simcluster/traces/
+        skipPods: 7800
+        pods: 200
+        nodes: 20
+        queues: 4
+        timeCompression: 20
+    variants:
+    - name: gates off
+      gates: false
+      marking: volcano   # Volcano's: a pod waiting for its queue is marked Unschedulable
+      autoscaler: cluster-autoscaler
+    - name: gates on
+      gates: true
+
+A variant's keys, all optional: ``gates`` (true: every pod carries the queue-allocation gate,
+as a namespace opted in through the webhook gives it; false: none does), ``marking``
+(``sluice``, the default, or ``volcano``), ``gateReservation``, ``reservationTimeout``
+(seconds), ``pipelinePersistence``, ``admissionCheck``, ``autoscaler`` (``none``,
+``cluster-autoscaler``, ``karpenter``) and ``schedulerConf`` (a scheduler configuration in
+Volcano's format; the keys above are applied on top of it). ``load`` checks every key and
+type and names what is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from scheduler.config import ConfigError, SchedulerConfig, default_config
+from simcluster.runtime import AUTOSCALERS
+from simcluster.scenario import ScenarioError, parse
+
+MAX_PODS = 2_000  # pods per workload: an experiment must stay bounded
+MAX_HORIZON = 24 * 3600.0
+MAX_CYCLES = 2_000  # horizon / step, per variant
+MAX_VARIANTS = 8
+MARKINGS = ("sluice", "volcano")
+TOP_KEYS = {"name", "seed", "horizon", "step", "workload", "variants", "description"}
+VARIANT_KEYS = {
+    "name",
+    "gates",
+    "marking",
+    "gateReservation",
+    "reservationTimeout",
+    "pipelinePersistence",
+    "admissionCheck",
+    "autoscaler",
+    "schedulerConf",
+}
+TRACE_KEYS = {"skipPods", "pods", "nodes", "queues", "timeCompression", "nodeGroupMax",
+              "queueShare", "cpuOnly"}  # fmt: skip
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    gates: bool = True
+    marking: str = "sluice"
+    gate_reservation: bool | None = None
+    reservation_timeout: float | None = None
+    pipeline_persistence: bool | None = None
+    admission_check: bool | None = None
+    autoscaler: str = "cluster-autoscaler"
+    scheduler_conf: str = ""
+
+    def config(self) -> SchedulerConfig:
+        """The scheduler configuration this variant runs with."""
+        base = (
+            SchedulerConfig.from_yaml(self.scheduler_conf, source="experiment")
+            if self.scheduler_conf
+            else default_config()
+        )
+        raw = base.to_dict()
+        capacity_args: dict[str, Any] = {}
+        if self.gate_reservation is not None:
+            capacity_args["gateReservation"] = self.gate_reservation
+        if self.reservation_timeout is not None:
+            capacity_args["reservationTimeout"] = self.reservation_timeout
+        if capacity_args:
+            for tier in raw["tiers"]:
+                for plugin in tier["plugins"]:
+                    if plugin["name"] in ("capacity", "proportion"):
+                        plugin["arguments"] = {**plugin.get("arguments", {}), **capacity_args}
+        if self.pipeline_persistence is not None:
+            raw["pipelinePersistence"] = self.pipeline_persistence
+        config = SchedulerConfig.from_dict(raw, source="experiment")
+        if self.admission_check is not None:
+            config = config.with_action_arguments("enqueue", admissionCheck=self.admission_check)
+        return config
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"name": self.name, "gates": self.gates, "marking": self.marking,
+                               "autoscaler": self.autoscaler}  # fmt: skip
+        for key, value in (
+            ("gateReservation", self.gate_reservation),
+            ("reservationTimeout", self.reservation_timeout),
+            ("pipelinePersistence", self.pipeline_persistence),
+            ("admissionCheck", self.admission_check),
+        ):
+            if value is not None:
+                out[key] = value
+        if self.scheduler_conf:
+            out["schedulerConf"] = self.scheduler_conf
+        return out
+
+    def describe(self) -> str:
+        words = [f"gates {'on' if self.gates else 'off'}"]
+        if self.marking == "volcano":
+            words.append("Volcano's Unschedulable marking")
+        if self.gate_reservation is False:
+            words.append("no gate reservation")
+        if self.reservation_timeout is not None:
+            words.append(f"reservation timeout {self.reservation_timeout:g} s")
+        if self.pipeline_persistence is not None:
+            words.append(f"pipeline persistence {'on' if self.pipeline_persistence else 'off'}")
+        if self.admission_check is not None:
+            words.append(f"admission check {'on' if self.admission_check else 'off'}")
+        words.append(self.autoscaler)
+        if self.scheduler_conf:
+            words.append("own scheduler configuration")
+        return ", ".join(words)
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    seed: int
+    horizon: float
+    step: float
+    workload: dict
+    variants: tuple[Variant, ...]
+    description: str = ""
+    raw: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            **({"description": self.description} if self.description else {}),
+            "seed": self.seed,
+            "horizon": self.horizon,
+            "step": self.step,
+            "workload": copy.deepcopy(self.workload),
+            "variants": [v.to_dict() for v in self.variants],
+        }
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
+
+    @property
+    def cycles(self) -> int:
+        return int(self.horizon // self.step)
+
+    def workload_words(self) -> str:
+        if "trace" in self.workload:
+            t = trace_arguments(self.workload["trace"])
+            return (
+                f"Alibaba openb trace pods {t['skipPods']}–{t['skipPods'] + t['pods'] - 1} "
+                f"({t['timeCompression']:g}x faster) on {t['nodes']} of its nodes; queues "
+                f"openb-q0…q{t['queues'] - 1} by CRC-32 of the pod name, each capped at "
+                f"{t['queueShare']:.0%} of the nodes' CPU and GPUs; every pod a gang of one"
+                + ("; GPU pods left out" if t["cpuOnly"] else "")
+            )
+        scenario = self.workload["scenario"]
+        return f"scenario {scenario.get('name') or self.name}"
+
+
+def trace_arguments(raw: dict) -> dict:
+    return {
+        "skipPods": int(raw.get("skipPods", 7800)),
+        "pods": int(raw.get("pods", 200)),
+        "nodes": int(raw.get("nodes", 20)),
+        "queues": int(raw.get("queues", 4)),
+        "timeCompression": float(raw.get("timeCompression", 20.0)),
+        "nodeGroupMax": int(raw.get("nodeGroupMax", 10)),
+        "queueShare": float(raw.get("queueShare", 0.5)),
+        "cpuOnly": bool(raw.get("cpuOnly", False)),
+    }
+
+
+def loads(text: str, *, source: str = "<experiment>") -> Spec:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    return load(data, source=source)
+
+
+def load(data: Any, *, source: str = "<experiment>") -> Spec:
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: expected a mapping at the top level")
+    _keys(data, TOP_KEYS, source)
+    name = str(data.get("name") or "experiment")
+    seed = _number(data, "seed", source, 1, int)
+    horizon = _number(data, "horizon", source, 600.0, float)
+    step = _number(data, "step", source, 5.0, float)
+    if not 0 < horizon <= MAX_HORIZON:
+        raise SpecError(f"{source}: horizon: between 0 and {MAX_HORIZON:g} seconds")
+    if not 1 <= step <= 60:
+        raise SpecError(f"{source}: step: between 1 and 60 seconds")
+    if horizon / step > MAX_CYCLES:
+        raise SpecError(f"{source}: horizon / step is {horizon / step:g} cycles (at most "
+                        f"{MAX_CYCLES} per variant)")  # fmt: skip
+    workload = data.get("workload")
+    if (
+        not isinstance(workload, dict)
+        or len(workload) != 1
+        or not ({"scenario", "trace"} & set(workload))
+    ):
+        raise SpecError(f"{source}: workload: one of scenario (a mapping) or trace (a mapping)")
+    if "scenario" in workload:
+        if not isinstance(workload["scenario"], dict):
+            raise SpecError(f"{source}: workload.scenario: expected a mapping")
+        try:
+            scenario = parse(copy.deepcopy(workload["scenario"]), source=f"{source} workload")
+        except ScenarioError as exc:
+            raise SpecError(str(exc)) from None
+        if scenario.pod_count() > MAX_PODS:
+            raise SpecError(f"{source}: the scenario has {scenario.pod_count()} pods (at most "
+                            f"{MAX_PODS})")  # fmt: skip
+    else:
+        if not isinstance(workload["trace"], dict):
+            raise SpecError(f"{source}: workload.trace: expected a mapping")
+        _keys(workload["trace"], TRACE_KEYS, f"{source} workload.trace")
+        try:
+            t = trace_arguments(workload["trace"])
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"{source}: workload.trace: {exc}") from None
+        if not 1 <= t["pods"] <= MAX_PODS or not 1 <= t["nodes"] <= 1523 or t["queues"] < 1:
+            raise SpecError(f"{source}: workload.trace: pods 1..{MAX_PODS}, nodes 1..1523, "
+                            "queues >= 1")  # fmt: skip
+        if t["timeCompression"] <= 0 or not 0 < t["queueShare"] <= 1:
+            raise SpecError(f"{source}: workload.trace: timeCompression > 0, 0 < queueShare <= 1")
+    raw_variants = data.get("variants")
+    if not isinstance(raw_variants, list) or not raw_variants:
+        raise SpecError(f"{source}: variants: a list of at least one variant")
+    if len(raw_variants) > MAX_VARIANTS:
+        raise SpecError(f"{source}: variants: at most {MAX_VARIANTS}")
+    variants = tuple(_variant(v, f"{source} variants[{i}]") for i, v in enumerate(raw_variants))
+    names = [v.name for v in variants]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{source}: variants: names must differ")
+    return Spec(name, seed, horizon, step, copy.deepcopy(workload), variants,
+                str(data.get("description") or ""), raw=data)  # fmt: skip
+
+
+def _variant(data: Any, where: str) -> Variant:
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a mapping")
+    _keys(data, VARIANT_KEYS, where)
+    for key in ("gates", "gateReservation", "pipelinePersistence", "admissionCheck"):
+        if key in data and not isinstance(data[key], bool):
+            raise SpecError(f"{where}: {key}: expected true or false")
+    marking = data.get("marking", "sluice")
+    if marking not in MARKINGS:
+        raise SpecError(f"{where}: marking: one of {', '.join(MARKINGS)}")
+    autoscaler = data.get("autoscaler", "cluster-autoscaler")
+    if autoscaler not in AUTOSCALERS:
+        raise SpecError(f"{where}: autoscaler: one of {', '.join(AUTOSCALERS)}")
+    timeout = data.get("reservationTimeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or timeout <= 0):  # fmt: skip
+        raise SpecError(f"{where}: reservationTimeout: seconds > 0")
+    conf = data.get("schedulerConf") or ""
+    if not isinstance(conf, str):
+        raise SpecError(f"{where}: schedulerConf: the configuration's text (a YAML string)")
+    variant = Variant(
+        name=str(data.get("name") or where),
+        gates=data.get("gates", True),
+        marking=marking,
+        gate_reservation=data.get("gateReservation"),
+        reservation_timeout=float(timeout) if timeout is not None else None,
+        pipeline_persistence=data.get("pipelinePersistence"),
+        admission_check=data.get("admissionCheck"),
+        autoscaler=autoscaler,
+        scheduler_conf=conf,
+    )
+    try:
+        variant.config()
+    except (ConfigError, ValueError) as exc:
+        raise SpecError(f"{where}: schedulerConf: {exc}") from None
+    return variant
+
+
+def _keys(data: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; expected "
+                        f"{', '.join(sorted(allowed))}")  # fmt: skip
+
+
+def _number(data: dict, key: str, where: str, default: Any, kind: type) -> Any:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(f"{where}: {key}: expected a number")
+    return kind(value)
+
+
+def seeded_uid(seed: int, kind: str, key: str, serial: int) -> str:
+    """A UID that depends only on the seed and the object: the engine breaks ties between
+    equally old jobs by UID (Volcano's job order ends with it), so random UIDs would let two
+    runs of one experiment order jobs differently."""
+    a = zlib.crc32(f"{seed}/{kind}/{key}/{serial}".encode())
+    b = zlib.crc32(f"{key}/{serial}/{kind}/{seed}".encode())
+    return (
+        f"{a:08x}-{b >> 16:04x}-4{b & 0xFFF:03x}-8{serial & 0xFFF:03x}-{seed & 0xFFFFFFFFFFFF:012x}"
+    )
