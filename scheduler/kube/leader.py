@@ -28,6 +28,7 @@ write of the scheduler goes through :func:`fenced_api_client`, which asks before
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -138,7 +140,7 @@ class LeaderElector:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self.api = client.CoordinationV1Api(api)
+        self.api = client.CoordinationV1Api(_without_retries(api))
         self.config = config
         self.identity = identity or default_identity()
         self.on_started_leading = on_started_leading
@@ -178,6 +180,13 @@ class LeaderElector:
             raise NotLeader(f"{self.identity} does not hold lease {self._lease_path}")
 
     @property
+    def _timeout(self) -> float:
+        """Each request to the Lease gives up after the renew deadline, as client-go bounds a
+        renewal (``renew``: ``context.WithTimeout(ctx, RenewDeadline)``): an API server that
+        accepts and never answers must not hold the election thread forever."""
+        return self.config.renew_deadline
+
+    @property
     def _lease_path(self) -> str:
         return f"{self.config.namespace}/{self.config.name}"
 
@@ -190,7 +199,9 @@ class LeaderElector:
         cfg = self.config
         duration = max(1, round(cfg.lease_duration))
         try:
-            lease = self.api.read_namespaced_lease(cfg.name, cfg.namespace, _preload_content=False)
+            lease = self.api.read_namespaced_lease(
+                cfg.name, cfg.namespace, _preload_content=False, _request_timeout=self._timeout
+            )
             current = LeaseRecord.from_lease(_json(lease))
         except ApiException as exc:
             if exc.status != 404:
@@ -210,7 +221,7 @@ class LeaderElector:
             }
             try:
                 created = self.api.create_namespaced_lease(
-                    cfg.namespace, body, _preload_content=False
+                    cfg.namespace, body, _preload_content=False, _request_timeout=self._timeout
                 )
             except ApiException as exc:  # 409 AlreadyExists: another candidate was first
                 log.info("lease %s not created: %s", self._lease_path, _reason(exc))
@@ -247,7 +258,11 @@ class LeaderElector:
         }
         try:
             updated = self.api.replace_namespaced_lease(
-                cfg.name, cfg.namespace, body, _preload_content=False
+                cfg.name,
+                cfg.namespace,
+                body,
+                _preload_content=False,
+                _request_timeout=self._timeout,
             )
         except ApiException as exc:
             # 409: someone wrote the Lease since we read it (a renewal, a rival's takeover).
@@ -268,7 +283,7 @@ class LeaderElector:
         cfg = self.config
         try:
             lease = _json(self.api.read_namespaced_lease(
-                cfg.name, cfg.namespace, _preload_content=False
+                cfg.name, cfg.namespace, _preload_content=False, _request_timeout=self._timeout
             ))  # fmt: skip
             current = LeaseRecord.from_lease(lease)
             if current.holder != self.identity:
@@ -290,9 +305,18 @@ class LeaderElector:
                     "leaseTransitions": current.transitions,
                 },
             }
-            self.api.replace_namespaced_lease(cfg.name, cfg.namespace, body, _preload_content=False)
+            self.api.replace_namespaced_lease(
+                cfg.name,
+                cfg.namespace,
+                body,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
         except ApiException as exc:
             log.warning("lease %s not released: %s", self._lease_path, _reason(exc))
+            return False
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # unreachable, or no answer
+            log.warning("lease %s not released: %s", self._lease_path, exc)
             return False
         log.info("released lease %s", self._lease_path, extra={"object": self.identity})
         return True
@@ -413,6 +437,17 @@ def fenced_api_client(
     refused = [0]
     fenced.rest_client = _FencedRest(fenced.rest_client, leading, refused)  # type: ignore[assignment]
     return fenced, refused
+
+
+def _without_retries(api: client.ApiClient) -> client.ApiClient:
+    """An ApiClient to the same cluster whose requests are not retried by urllib3 (three times
+    by default, each waiting its whole timeout): the elector tries again itself, every retry
+    period, as client-go does, and a renewal must end within the renew deadline."""
+    configuration = copy.deepcopy(api.configuration)
+    configuration.retries = False
+    plain = client.ApiClient(configuration)
+    plain.default_headers.update(api.default_headers)
+    return plain
 
 
 def _json(response: Any) -> dict:

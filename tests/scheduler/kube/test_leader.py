@@ -4,7 +4,12 @@ a process that lost its Lease writes nothing."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+
 import pytest
+import urllib3
 from kubernetes import client
 
 from scheduler.kube.leader import ElectionConfig, LeaderElector, NotLeader, fenced_api_client
@@ -172,3 +177,36 @@ def test_election_timings_are_checked_as_component_base_does() -> None:
         ElectionConfig(renew_deadline=2, retry_period=2)
     assert ElectionConfig().lease_duration == 15  # Volcano's defaults
     assert (ElectionConfig().renew_deadline, ElectionConfig().retry_period) == (10, 2)
+
+
+def test_a_lease_request_the_api_server_never_answers_gives_up_after_the_renew_deadline() -> None:
+    """client-go bounds each renewal by the renew deadline; a request without a timeout to an
+    API server that accepts and never answers would hold the election thread for ever."""
+    config = ElectionConfig(
+        namespace="default", name="volcano", lease_duration=3, renew_deadline=1, retry_period=0.2
+    )
+    with socket.socket() as listener:  # accepts connections (the backlog), never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        host = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        api = client.ApiClient(client.Configuration(host=host))
+        candidate = LeaderElector(api, config, "a")
+        outcome: list[object] = []
+
+        def attempt() -> None:
+            started = time.monotonic()
+            try:
+                candidate.try_acquire_or_renew()
+            except Exception as exc:  # the timeout, as the election thread's _attempt sees it
+                outcome.append(exc)
+            outcome.append(time.monotonic() - started)
+
+        thread = threading.Thread(target=attempt, daemon=True)
+        thread.start()
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the request to a silent API server never gave up"
+        error, took = outcome
+        assert isinstance(error, urllib3.exceptions.ReadTimeoutError), error
+        assert took < config.renew_deadline + 1, took
+        assert not candidate.is_leader()
+        assert candidate.release() is False  # not leading: nothing to send
