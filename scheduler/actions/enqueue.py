@@ -15,12 +15,19 @@ import heapq
 
 from scheduler.api.job_info import PG_INQUEUE, JobInfo
 from scheduler.api.status import SUCCESS
+from scheduler.api.task_info import TaskStatus
 from scheduler.framework.session import Session
 
 
 def execute(ssn: Session) -> None:
     by_queue: dict[str, list[tuple[tuple, str]]] = {}
     for job in ssn.jobs.values():
+        if job.is_synthetic and not job.count(TaskStatus.PENDING):
+            # A pod without a PodGroup is a job only for its own sake: once it is terminating
+            # (Releasing) or finished there is nothing to admit, and admitting it would hold
+            # its request in the queue's inqueue figure, against the pods waiting there, for
+            # as long as its grace period lasts (Volcano's capacity plugin reads inqueue).
+            continue
         if job.is_pending() and job.queue in ssn.queues:
             by_queue.setdefault(job.queue, []).append((ssn.job_order_key(job), job.uid))
     turns = []

@@ -27,7 +27,7 @@ from scheduler.api.queue_info import QueueInfo
 from scheduler.api.report import FIGURES_CAPACITY, FIGURES_HIERARCHY
 from scheduler.api.resource import INFINITE, Resource, exceeded_part
 from scheduler.api.status import SUCCESS, Code, Status
-from scheduler.api.task_info import TaskInfo, TaskStatus
+from scheduler.api.task_info import TaskInfo, TaskStatus, allocated_status
 from scheduler.plugins.base import Plugin
 from scheduler.plugins.gate_reservations import RESERVATION_ARGUMENTS, GateReservations
 from scheduler.plugins.queue_tree import QueueAttr, build_flat, build_tree
@@ -132,7 +132,11 @@ class CapacityPlugin(Plugin):
     def _job_inqueue(self, job: JobInfo) -> Resource:
         if job.min_resources is None:
             return Resource()
-        running_ready = job.phase == PG_RUNNING and job.ready_task_num() >= job.min_available
+        # Volcano's capacity plugin counts the tasks holding node resources (its
+        # util.CalculateAllocatedTaskNum: AllocatedStatus), not ReadyTaskNum, which adds the
+        # Succeeded ones: a job whose pods finished must not have its room reserved again.
+        placed = sum(len(tasks) for status, tasks in job.index.items() if allocated_status(status))
+        running_ready = job.phase == PG_RUNNING and placed >= job.min_available
         if job.phase != PG_INQUEUE and not running_ready:
             return Resource()
         wanted = exceeded_part(job.min_resources, job.allocated)

@@ -1,0 +1,98 @@
+"""Regression tests of what the simulation test found in the engine, each replayed through the
+simulated cluster with the real scheduler (the e2e ``Harness``), no faults needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scheduler.api.report import PodState
+from simcluster.podutil import meta
+from tests.e2e.harness import Harness, gates
+from tests.simtest.workload import gate_opted_in
+
+NODE = {"name": "n1", "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}
+
+
+def harness(workload: list[dict], *, capability: str = "2") -> Harness:
+    h = Harness(
+        {
+            "namespaces": [{"name": "sim"}],
+            "queues": [{"name": "q", "spec": {"capability": {"cpu": capability}}}],
+            "nodes": [NODE],
+            "kubelet": {"startupDelay": 0},
+            "workload": workload,
+        }
+    )
+    for arrival in h.sim.scenario.arrivals if h.sim.scenario else []:
+        gate_opted_in(arrival.pods)  # what the admission webhook does for an opted-in pod
+    return h
+
+
+def run_until(h: Harness, done: Callable[[], bool], seconds: int) -> None:
+    for _ in range(seconds):
+        h.step()
+        if done():
+            return
+
+
+def bound(h: Harness, name: str) -> str:
+    return (h.pod(name, "sim").get("spec") or {}).get("nodeName") or ""
+
+
+def test_a_finished_pod_does_not_hold_its_queue_room():
+    """Volcano's capacity plugin reserves a Running job's minResources (inqueue) only while the
+    tasks holding node resources reach minMember (util.CalculateAllocatedTaskNum, AllocatedStatus):
+    a job whose pod Succeeded holds nothing. Counting Succeeded pods there (ReadyTaskNum) left a
+    finished pod's request reserved in its queue for as long as the pod object lasted, and a
+    gated pod of that queue kept its gate though the queue was empty."""
+    h = harness(
+        [
+            {"at": 0, "name": "done", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "2"}, "duration": 3},
+            {"at": 5, "name": "next", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "1"}, "duration": 600, "gate": True},
+        ]
+    )  # fmt: skip
+    try:
+        run_until(h, lambda: bool(bound(h, "done")), 5)
+        run_until(h, lambda: h.pod("done", "sim")["status"].get("phase") == "Succeeded", 10)
+        assert h.pod("done", "sim")["status"]["phase"] == "Succeeded"  # kept, not deleted
+        run_until(h, lambda: bool(bound(h, "next")), 10)
+        assert gates(h.pod("next", "sim")) == []
+        assert bound(h, "next") == "n1"
+        queue = next(q for q in h.reports[-1].queues if q.name == "q")
+        assert not queue.inqueue.get("cpu")
+    finally:
+        h.close()
+
+
+def test_a_terminating_pod_without_a_podgroup_is_not_admitted_again():
+    """A pod without a PodGroup is a job of one (admitted by its own request). Deleted while
+    running, it is Releasing for its grace period: there is nothing left to admit. Enqueueing
+    it again put its request in the queue's inqueue figure every cycle, and the gated pod
+    waiting behind it was held QueueFull until the terminating pod was gone."""
+    h = harness(
+        [
+            {"at": 0, "name": "leaving", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "2"}, "duration": 3600},
+            {"at": 3, "name": "next", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "2"}, "duration": 600, "gate": True},
+        ]
+    )  # fmt: skip
+    try:
+        run_until(h, lambda: h.pod("leaving", "sim")["status"].get("phase") == "Running", 5)
+        h.cluster.delete("pods", "sim", "leaving", {})  # its owner deletes it: 30 s of grace
+        h.step(2)
+        assert meta(h.pod("leaving", "sim")).get("deletionTimestamp")  # still terminating
+        waiting = {p.name: p for p in h.reports[-1].waiting}
+        # The queue holds nothing but the terminating pod, which no longer counts: the gated
+        # pod passes its queue and waits for the node, where "leaving" still runs (8 CPU
+        # node: it fits beside it at once).
+        run_until(h, lambda: bool(bound(h, "next")), 10)
+        assert meta(h.pod("leaving", "sim")).get("deletionTimestamp")
+        assert bound(h, "next") == "n1", waiting.get("next")
+        queue = next(q for q in h.reports[-1].queues if q.name == "q")
+        assert not queue.inqueue.get("cpu")
+        assert all(p.state is not PodState.GATED for p in h.reports[-1].waiting)
+    finally:
+        h.close()
