@@ -3,7 +3,7 @@
 
 They come from the ledger (``simcluster.autoscaler.records``): scale-ups, the false ones (no
 triggering pod could have run in its queue), and the node-seconds the added nodes spent with
-nothing on them. The web's ``/metrics`` passes them on while it points at a simulated cluster
+nothing on them; with faults on, how many of each kind were injected. The web's ``/metrics`` passes them on while it points at a simulated cluster
 (``SLUICE_SIM_METRICS``).
 """
 
@@ -44,6 +44,14 @@ class LedgerCollector(Collector):
         ):
             family = CounterMetricFamily(f"{PREFIX}{name}", help_text, labels=["autoscaler"])
             family.add_metric(labels, float(summary[key]))
+            yield family
+        if self.simulation.faults is not None:  # --faults or the scenario's faults: section
+            family = CounterMetricFamily(
+                f"{PREFIX}faults_injected", "Faults the simulated cluster injected, by kind",
+                labels=["kind"],
+            )  # fmt: skip
+            for kind, count in report["faults"].items():
+                family.add_metric([kind], float(count))
             yield family
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from scheduler.clock import Clock, VirtualClock
 from simcluster.autoscaler import ClusterAutoscaler, Karpenter, Ledger
+from simcluster.faults import Faults
 from simcluster.kubelet import Kubelet
 from simcluster.podutil import meta
 from simcluster.scenario import Scenario
@@ -35,6 +36,7 @@ class Simulation:
         tick: float = 0.1,
         autoscaler_options: dict | None = None,
         kubelet_options: dict | None = None,
+        faults: Faults | None = None,
     ) -> None:
         if autoscaler not in AUTOSCALERS:
             raise ValueError(f"autoscaler {autoscaler!r}: expected one of {', '.join(AUTOSCALERS)}")
@@ -46,6 +48,9 @@ class Simulation:
         }
         self.kubelet = Kubelet(store, **{**kubelet_defaults, **(kubelet_options or {})})
         self.ledger = Ledger()
+        # Seeded cluster-level faults (simcluster.faults: nodes NotReady, tainted or deleted,
+        # PodDisruptionBudgets), one draw per round; None: off.
+        self.faults = faults
         groups = scenario.node_groups if scenario else []
         options = autoscaler_options or {}
         self.autoscaler: ClusterAutoscaler | Karpenter | None = None
@@ -82,6 +87,8 @@ class Simulation:
             if self.started_at is None:
                 self.install(now)
             self._arrive(now)
+            if self.faults is not None:
+                self.faults.tick(self.store, now)
             self.kubelet.tick(now)
             if self.autoscaler is not None:
                 self.autoscaler.tick(now)
@@ -120,6 +127,7 @@ class Simulation:
                 "scale_ups": [r.to_dict() for r in self.ledger.scale_ups],
                 "scale_downs": [r.to_dict() for r in self.ledger.scale_downs],
                 "errors": list(self.errors),
+                "faults": self.faults.summary() if self.faults is not None else {},
             }
 
     def progress(self) -> dict:

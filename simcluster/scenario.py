@@ -15,6 +15,10 @@ YAML shape (every field but names optional)::
     workload:
       - {at: 0, name: job, namespace: research, replicas: 3, queue: q,
          podGroup: {minMember: 3}, requests: {cpu: 1}, duration: 600, gate: true, ...}
+    faults: {seed: 1, conflict: 0.05, watchGone: 0.5, nodeNotReady: 0.01, ...}   # off if absent
+
+``faults`` takes the keys of ``simcluster.faults.FaultConfig`` (fractions in [0, 1]);
+``manage.py simcluster --faults`` replaces it.
 
 A workload item makes ``replicas`` (alias ``count``) pods named ``name-0..N-1`` (or one pod
 named ``name``) and, with ``podGroup``, a PodGroup named ``name`` that the pods join.
@@ -30,6 +34,7 @@ from typing import Any
 import yaml
 
 from simcluster.autoscaler.common import ScalingGroup
+from simcluster.faults import FaultConfig
 from simcluster.scenario_objects import (
     ScenarioError,
     Where,
@@ -69,6 +74,7 @@ class Scenario:
     startup_delay: float = 1.0
     delete_completed: bool = False
     description: str = ""
+    faults: FaultConfig = field(default_factory=FaultConfig)  # off unless the file asks
 
     def pod_count(self) -> int:
         return sum(len(a.pods) for a in self.arrivals)
@@ -110,6 +116,7 @@ def parse(data: Any, *, source: str = "<scenario>") -> Scenario:
             "nodes",
             "nodeGroups",
             "workload",
+            "faults",
         },
         top,
     )
@@ -121,6 +128,10 @@ def parse(data: Any, *, source: str = "<scenario>") -> Scenario:
         startup_delay=number(kubelet, "startupDelay", top.sub("kubelet"), 1.0, what="seconds"),
         delete_completed=flag(kubelet, "deleteCompletedPods", top.sub("kubelet")),
     )
+    try:
+        scenario.faults = FaultConfig.from_dict(data.get("faults"), where=f"{source}: faults")
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
     for i, item in enumerate(_list(data, "namespaces", source)):
         scenario.namespaces.append(_namespace(item, Where(source, f"namespaces[{i}]")))
     for i, item in enumerate(_list(data, "queues", source)):

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import signal
@@ -22,6 +23,7 @@ from simcluster.api.server import ApiServer
 from simcluster.api.webhook import Webhook
 from simcluster.bootstrap import ensure_system_namespace
 from simcluster.catalog import resolve
+from simcluster.faults import FaultConfig, Faults
 from simcluster.metrics import exposition as simulation_metrics
 from simcluster.persistence import Journal, SavedState, read_state
 from simcluster.runtime import Simulation
@@ -44,6 +46,9 @@ class SimClusterOptions:
     autoscaler: str = "none"
     state: str = ""
     node_groups_file: str = ""  # where to describe the node groups for the admission check
+    faults: str = (
+        ""  # simcluster.faults: "all", "all=0.02" or "conflict=0.05,…"; replaces the scenario's
+    )
 
 
 @dataclass
@@ -55,6 +60,7 @@ class SimCluster:
     options: SimClusterOptions
     journal: Journal | None = None  # keeps ``--state`` current (simcluster.persistence)
     restored: SavedState | None = None
+    faults: Faults | None = None  # what --faults or the scenario's faults: section injects
 
     def stop(self) -> None:
         """Stop the simulation and the server, then write ``--state``'s last snapshot."""
@@ -79,18 +85,33 @@ def build(options: SimClusterOptions) -> SimCluster:
         )
     cluster = Cluster(store, clock.now, webhook)
     ensure_system_namespace(store)  # kept from a restored state: the cluster's identity
+    scenario = resolve(options.scenario)
+    config = FaultConfig.from_text(options.faults) if options.faults else None
+    if config is None and scenario is not None:
+        config = scenario.faults
+    faults = Faults(config, cluster) if config is not None and config.enabled else None
+    if faults is not None and cluster.webhook is not None:
+        cluster.webhook = dataclasses.replace(cluster.webhook, faults=faults)
     simulation = Simulation(
         store,
         clock,
         create_pod=scenario_pod_creator(cluster),
         autoscaler=options.autoscaler,
-        scenario=resolve(options.scenario),
+        scenario=scenario,
+        faults=faults,
     )
     if restored is not None and restored.simulation:
         simulation.resume(restored.simulation)
     server = ApiServer(cluster, host=options.host, port=options.port)
+    server.faults = faults
     server.metrics = functools.partial(simulation_metrics, simulation)
-    return SimCluster(store, cluster, server, simulation, options, restored=restored)
+    return SimCluster(store, cluster, server, simulation, options, restored=restored, faults=faults)
+
+
+def describe_faults(faults: Faults) -> str:
+    """One line: the faults injected so far, by kind (every kind, zeros included)."""
+    counts = ", ".join(f"{kind} {count}" for kind, count in faults.summary().items())
+    return f"Faults injected (seed {faults.config.seed}): {counts}"
 
 
 def start_journal(sim: SimCluster) -> Journal | None:
@@ -132,6 +153,13 @@ def serve(options: SimClusterOptions, announce: Callable[[str], None] = print) -
     sim.simulation.start()
     path = sim.server.write_kubeconfig(options.kubeconfig, clock=sim.simulation.clock.describe())
     announce(f"Simulated cluster at {sim.server.url} (port {sim.server.port}); kubeconfig {path}")
+    if sim.faults is not None:
+        rates = ", ".join(
+            f"{k} {v:g}"
+            for k, v in sim.faults.config.to_dict().items()
+            if k not in ("seed", "slowSeconds") and v
+        )
+        announce(f"Injecting faults (seed {sim.faults.config.seed}): {rates}")
     if options.node_groups_file:
         write_node_groups(sim.simulation, options.node_groups_file)
     stop = threading.Event()
@@ -144,6 +172,8 @@ def serve(options: SimClusterOptions, announce: Callable[[str], None] = print) -
         sim.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if sim.faults is not None:
+        announce(describe_faults(sim.faults))
     if options.state:
         announce(f"Saved state to {options.state}")
 

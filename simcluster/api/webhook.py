@@ -15,12 +15,16 @@ import json
 import socket
 import ssl
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import jsonpatch
 
 from simcluster.api.errors import ApiError
+
+if TYPE_CHECKING:
+    from simcluster.faults import Faults
 
 WEBHOOK_NAME = "sluice-mutating-webhook"
 USER_INFO = {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}
@@ -34,6 +38,8 @@ class Webhook:
     name: str = WEBHOOK_NAME
     ca_bundle: bytes = b""  # PEM certificates trusted for an https URL; empty: the system's
     dial: tuple[str, int] | None = None  # connect here instead of the URL's host and port
+    # Seeded faults (simcluster.faults): a call may time out without reaching the webhook.
+    faults: Faults | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_configuration(cls, webhook: dict, *, dial: tuple[str, int] | None = None) -> Webhook:
@@ -93,6 +99,15 @@ def mutate_pod(webhook: Webhook | None, namespace: str, pod: dict) -> dict:
         pod,
     )
     try:
+        if webhook.faults is not None and webhook.faults.webhook_times_out(
+            namespace, str((pod.get("metadata") or {}).get("name") or "")
+        ):
+            # What kube-apiserver answers when the call outlives timeoutSeconds
+            # (k8s.io/apiserver pkg/admission/plugin/webhook/mutating dispatcher.go: the
+            # request's context deadline), then judged by failurePolicy like any failed call.
+            raise _call_failed(
+                webhook, f'failed to call webhook: Post "{webhook.url}": context deadline exceeded'
+            )
         response = _call(webhook, review)
     except ApiError:
         if webhook.failure_policy == "Ignore":

@@ -29,6 +29,13 @@ class Command(BaseCommand):
             "every change journaled before the API answers",
         )
         parser.add_argument(
+            "--faults",
+            default="",
+            help="seeded faults (off by default): 'all', 'all=0.02' or "
+            "'seed=7,conflict=0.05,throttle=0.03,watchGone=0.5,nodeNotReady=0.01,…' "
+            "(simcluster.faults); replaces the scenario's faults: section",
+        )
+        parser.add_argument(
             "--node-groups-file",
             default="",
             help="write the autoscaler's node groups here, for SLUICE_ADMISSION_NODE_GROUPS",
