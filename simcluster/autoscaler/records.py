@@ -100,11 +100,18 @@ class QueueBook:
         return pod_queue(pod, self._groups)
 
     def could_run(self, pod: dict) -> bool:
-        # Dimensions a capability leaves out are unlimited, as in Volcano.
+        # Dimensions a capability leaves out are unlimited, as in Volcano; and only those the
+        # pod asks for are checked (Volcano's capacity plugin compares with
+        # LessEqualWithDimension(..., req)): a best-effort pod asks its queue for nothing, so
+        # a queue above a capability lowered under its running pods still takes it.
         queue = self.queue_of(pod)
         capability, used = self.capability.get(queue) or {}, self.used.get(queue) or {}
         request = pod_requests(pod)
-        return all(used.get(r, 0) + request.get(r, 0) <= limit for r, limit in capability.items())
+        return all(
+            used.get(r, 0) + request[r] <= limit
+            for r, limit in capability.items()
+            if request.get(r, 0) > 0
+        )
 
     def triggering(self, pod: dict) -> TriggeringPod:
         m = meta(pod)

@@ -16,11 +16,15 @@ Each is computed from the cluster's objects, independently of the scheduler's ow
 5. a pipelined decision ends (bound or released) within ``PIPELINE_WITHIN`` cycles; no pending
    pod keeps a ``nominatedNodeName`` the scheduler no longer reports pipelined for more than
    ``NOMINATION_WITHIN`` cycles;
-6. gang all-or-nothing: no PodGroup holds fewer than minMember bound pods unless it had them
-   all before, or lost a member to a deletion;
+6. gang all-or-nothing: no PodGroup holds fewer than minMember placed pods — bound, or
+   pipelined (the scheduler's live decision to bind it on a node being freed: Volcano's gang
+   plugin counts these toward the gang, JobPipelined, and its pipeline cache persistence
+   design commits a pipelined gang's allocated members) — unless it had them all before, or
+   lost a member to a deletion;
 7. no cycle raises; every pod of ours in the cluster is in the cycle's report (waiting with a
    status, or in its inventory), and a pending pod without a gate carries a PodScheduled
-   condition (a reason) within ``REASON_WITHIN`` cycles;
+   condition (a reason) within ``REASON_WITHIN`` cycles whose status write, if any, the API
+   did not refuse (a refused write is retried the next cycle);
 8. with gates on, the simulated Cluster Autoscaler and Karpenter make no false scale-up.
 """
 
@@ -117,6 +121,8 @@ class Tracker:
     grace: int = 1
     autoscaler: str = "none"
     deleted: set[str] = field(default_factory=set)  # pod keys the workload or a fault deleted
+    # Pods whose status write an injected fault refused this cycle (set by the runner).
+    refused: set[str] = field(default_factory=set)
     node_of: dict[str, str] = field(default_factory=dict)  # uid -> the node it was bound to
     queue_used: dict[str, dict[str, float]] = field(default_factory=dict)
     streaks: dict[tuple[int, str], int] = field(default_factory=lambda: defaultdict(int))
@@ -141,7 +147,7 @@ class Tracker:
         found += self.unschedulable(store, report)
         found += self.liveness(store, pods)
         found += self.pipelines(store, report, pods)
-        found += self.gangs(store, pods)
+        found += self.gangs(store, report, pods)
         found += self.accounting(store, report, pods)
         if ledger_summary is not None and self.gates_on and self.autoscaler != "none":
             false_ups = ledger_summary.get("false_scale_ups", 0)
@@ -402,8 +408,9 @@ class Tracker:
 
     # -- 6 ----------------------------------------------------------------------------------
 
-    def gangs(self, store: Store, pods: list[dict]) -> list[Violation]:
+    def gangs(self, store: Store, report: CycleReport, pods: list[dict]) -> list[Violation]:
         found = []
+        pipelined = {p.uid for p in report.waiting if p.state is PodState.PIPELINED}
         members: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for pod in pods:
             group = (meta(pod).get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
@@ -414,8 +421,9 @@ class Tracker:
             key = f"podgroup/{namespace}/{name}"
             minimum = int((group.get("spec") or {}).get("minMember") or 1)
             bound = [p for p in members[(namespace, name)] if _bound(p)]
-            if len(bound) >= minimum:
-                self.full_gangs.add(key)
+            waiting = [p for p in members[(namespace, name)] if meta(p).get("uid") in pipelined]
+            if len(bound) + len(waiting) >= minimum:
+                self.full_gangs.add(key)  # placed whole: a member lost later is a node's loss
                 continue
             lost = any(d.startswith(f"pod/{namespace}/{name}-") for d in self.deleted)
             # Bindings are one API call per pod: one the API refused is retried next cycle.
@@ -444,6 +452,8 @@ class Tracker:
                 found.append(Violation(7, f"{key} is in the cluster but not in the report", (key,)))
             pending = not _bound(pod) and not _gated(pod) and not is_finished(pod)
             no_reason = pending and not conditions(meta(pod)["namespace"], meta(pod)["name"])
+            if no_reason and key in self.refused:
+                continue  # its status write was refused: the streak waits for the retry
             n = self.streak(7, key, no_reason)
             if n >= REASON_WITHIN:
                 found.append(

@@ -108,7 +108,8 @@ def run(
     try:
         _prepare(h, workload)
         injector = Faults(faults, h.cluster)
-        h.server.faults = injector
+        h.server.faults = injector  # each request's faults
+        h.sim.faults = injector  # each round's: nodes, budgets (Simulation.step ticks it)
         tracker = Tracker(
             gates_on=workload.gated,
             autoscaler=workload.autoscaler,
@@ -120,8 +121,8 @@ def run(
                 _churn(h, rng, tracker, result)
             if restarts:
                 _restart(h, rng, result)
-            injector.tick(h.store, h.clock.now())
             h.sim.step(h.clock.now())
+            injected = sum(injector.counts.values())
             try:
                 report = _cycle(h)
             except AssertionError as error:  # the informers never caught up: nothing holds
@@ -132,6 +133,7 @@ def run(
             if sabotage is not None:
                 sabotage(h, cycle)
             tracker.deleted.update(_deleted_by_faults(injector))
+            tracker.refused = _refused_status_writes(injector, injected)
             summary = h.sim.ledger.summary() if workload.autoscaler != "none" else None
             for violation in tracker.check(h.store, report, summary):
                 result.violations.append(Found(seed, cycle, violation))
@@ -146,6 +148,7 @@ def run(
         result.bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
     finally:
         h.server.faults = None
+        h.sim.faults = None
         h.close()
         result.seconds = time.perf_counter() - started
     return result
@@ -172,19 +175,18 @@ def _prepare(h: Harness, workload: Workload) -> None:
 
 
 def _settle(h: Harness) -> None:
-    """Wait until the scheduler's informers have seen the cluster's latest change.
+    """Wait until the scheduler's informers have seen the cluster's objects as they are.
 
-    ``Harness.settle`` waits for the newest change of any kind; an informer that missed a
-    deletion (a watch cut, a resume answered 410) learns of it from its relist, where the
-    deleted object's last version is all it sees, so a deletion cannot be waited for that way:
-    the newest change that is not a deletion is."""
-    target = 0
-    for kind in WATCHED_KINDS:
-        for event in reversed(h.store.events_since(kind, 0)):
-            if event.type != "DELETED":
-                target = max(target, event.resource_version)
-                break
-    wait_until(lambda: h.service.feeder.version >= target, timeout=10)
+    As ``Harness.settle``, kind by kind (``CacheFeeder.caught_up``: each kind has its own
+    watch), but up to each kind's newest live object rather than its newest event: an
+    informer that missed changes (a watch cut, a resume answered 410) learns of them from its
+    relist, which holds no deleted object, so neither a deletion nor the last change of an
+    object deleted since can be waited for; what a relist delivers can."""
+    targets = {
+        kind: max((int(meta(obj)["resourceVersion"]) for obj in h.store.list(kind)[0]), default=0)
+        for kind in WATCHED_KINDS
+    }
+    wait_until(lambda: h.service.feeder.caught_up(targets.__getitem__), timeout=10)
 
 
 def _cycle(h: Harness) -> CycleReport:
@@ -260,3 +262,21 @@ def _deleted_by_faults(faults: Faults) -> set[str]:
         for line in faults.log
         if line.startswith("pod_delete: ")
     }
+
+
+REFUSED = ("conflict: ", "throttle: ", "server_error: ")
+
+
+def _refused_status_writes(faults: Faults, before: int) -> set[str]:
+    """The pods whose status writes (``PATCH …/pods/<name>/status``) an injected fault refused
+    since ``before`` faults had been injected (the log keeps the last 1000 lines)."""
+    new = sum(faults.counts.values()) - before
+    lines = faults.log[-new:] if new > 0 else []
+    refused = set()
+    for line in lines:
+        if not line.startswith(REFUSED) or not line.endswith("/status"):
+            continue
+        parts = line.split(" ", 2)[-1].split("/")  # /api/v1/namespaces/<ns>/pods/<name>/status
+        if len(parts) == 8 and parts[5] == "pods":
+            refused.add(f"pod/{parts[4]}/{parts[6]}")
+    return refused

@@ -190,6 +190,36 @@ def test_invariant_7_catches_a_cycle_that_raises():
     assert any("the cycle raised" in f.violation.message for f in result.violations)
 
 
+def test_invariant_7_catches_a_pending_pod_left_without_a_reason():
+    def forget(h: Harness, cycle: int) -> None:  # its PodScheduled condition never written
+        if cycle >= 5:
+            h.store.mutate("pods", "sim", "huge", lambda p: p["status"].update(conditions=[]))
+
+    result = play(forget)
+    assert any(
+        f.violation.invariant == 7 and "without a PodScheduled reason" in f.violation.message
+        for f in result.violations
+    )
+
+
+def test_invariant_7_waits_for_the_retry_of_a_status_write_the_api_refused():
+    """A refused status write is retried the next cycle: the cycles it was refused in do not
+    count against the bound; the others do."""
+
+    def forget(h: Harness, cycle: int) -> None:
+        if cycle >= 5:
+            h.store.mutate("pods", "sim", "huge", lambda p: p["status"].update(conditions=[]))
+            faults = h.server.faults
+            assert faults is not None
+            if cycle < 20:  # as if the API had refused its status write every cycle
+                faults.record("throttle", "PATCH /api/v1/namespaces/sim/pods/huge/status")
+
+    result = run(0, cycles=25, faults=FaultConfig(), restarts=False,
+                 churn=False, sabotage=forget, workload=workload())  # fmt: skip
+    found = [f for f in result.violations if f.violation.invariant == 7]
+    assert [f.cycle for f in found] == [22]  # cycles 20, 21, 22 without a refusal
+
+
 @pytest.mark.parametrize("autoscaler", ["cluster-autoscaler", "karpenter"])
 def test_invariant_8_catches_a_false_scale_up(autoscaler):
     def lie(h: Harness, cycle: int) -> None:  # queue waits look like node shortfalls

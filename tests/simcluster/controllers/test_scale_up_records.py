@@ -41,6 +41,24 @@ def test_a_pod_its_queue_would_never_admit_makes_a_false_scale_up(scaler_class):
     assert scaler.ledger.summary()["false_scale_ups"] == 1
 
 
+def test_a_best_effort_pod_in_a_queue_above_its_capability_could_run():
+    """Its queue's capability was lowered under the pods running there: a pod asking for
+    nothing is still admitted (Sluice's backfill, Volcano's), so a node bought for it is no
+    false scale-up; a pod asking for CPU there would be refused."""
+    store, clock = cluster()
+    queue(store, "lowered", cpu="1")
+    node(store, "n1", cpu="4")
+    pod(store, "running", cpu="2", state="running", node_name="n1", queue="lowered")
+    pod(store, "best-effort", cpu=None, memory=None, queue="lowered", node_selector={"pool": "a"})
+    pod(store, "wants-cpu", cpu="1", memory=None, queue="lowered", node_selector={"pool": "b"})
+    scaler = ClusterAutoscaler(store, [group("a"), group("b")])
+    run(scaler.tick, clock, until=15)
+    pods = {p.name: p for r in scaler.ledger.scale_ups for p in r.pods}
+    assert pods["best-effort"].could_run
+    assert not pods["wants-cpu"].could_run
+    assert scaler.ledger.summary()["false_scale_ups"] == 1
+
+
 def test_queue_comes_from_the_podgroup_before_the_annotation():
     store, clock = cluster()
     queue(store, "tight", cpu="1")
