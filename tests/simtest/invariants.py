@@ -15,7 +15,7 @@ Each is computed from the cluster's objects, independently of the scheduler's ow
    ``UNGATED_WITHIN`` cycles (pods without node constraints, not in a gang);
 5. a pipelined decision ends (bound or released) within ``PIPELINE_WITHIN`` cycles; no pending
    pod keeps a ``nominatedNodeName`` the scheduler no longer reports pipelined for more than
-   ``NOMINATION_WITHIN`` cycles;
+   ``NOMINATION_WITHIN`` cycles whose status write, if any, the API did not refuse;
 6. gang all-or-nothing: no PodGroup holds fewer than minMember placed pods — bound, or
    pipelined (the scheduler's live decision to bind it on a node being freed: Volcano's gang
    plugin counts these toward the gang, JobPipelined, and its pipeline cache persistence
@@ -391,6 +391,8 @@ class Tracker:
                 continue
             stale = key not in pipelined
             nominated.add(key)
+            if stale and key in self.refused:
+                continue  # the write clearing it was refused: the streak waits for the retry
             n = self.streak(5, "nom:" + key, stale)
             if n >= NOMINATION_WITHIN:
                 found.append(
