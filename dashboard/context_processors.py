@@ -18,6 +18,7 @@ NAVIGATION = [
     ("risks", "Admission risk", ()),
     ("scheduler", "Scheduler", ()),
     ("autoscaler", "Autoscaler", ()),
+    ("whatif", "What-if lab", ("whatif-comparison", "whatif-pods")),
 ]
 
 

@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 
 from dashboard import views, webhooks
 from dashboard.views.metrics import metrics_view
+from dashboard.whatif import views as whatif
 
 urlpatterns = [
     path("", views.overview, name="overview"),
@@ -20,6 +21,13 @@ urlpatterns = [
     path("scheduler/", views.scheduler, name="scheduler"),
     path("scheduler/banner/", views.scheduler_banner, name="scheduler-banner"),
     path("autoscaler/", views.autoscaler, name="autoscaler"),
+    path("whatif/", whatif.experiments, name="whatif"),
+    path("whatif/start/", whatif.start, name="whatif-start"),
+    path("whatif/<int:pk>/", whatif.comparison, name="whatif-comparison"),
+    path("whatif/<int:pk>/progress/", whatif.progress, name="whatif-progress"),
+    path("whatif/<int:pk>/cancel/", whatif.cancel, name="whatif-cancel"),
+    path("whatif/<int:pk>/experiment.yaml", whatif.export, name="whatif-export"),
+    path("whatif/<int:pk>/variants/<int:position>/pods/", whatif.pods, name="whatif-pods"),
     path("healthz", views.healthz, name="healthz"),
     path("healthz/ready", views.health.healthz_ready, name="healthz-ready"),
     path("healthz/scheduler", views.health.healthz_scheduler, name="healthz-scheduler"),
