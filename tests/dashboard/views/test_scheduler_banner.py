@@ -20,8 +20,10 @@ pytestmark = pytest.mark.django_db
 
 ERROR = "OverflowError: Python int too large to convert to C long"
 # URL names that are not pages of the dashboard (or, for login, not to anonymous users).
-NOT_PAGES = {"healthz", "mutate-pods", "login", "logout", "scheduler-banner"}
-ARGUMENTS = {"name": "research", "namespace": "research"}  # a queue, a pod, a namespace
+NOT_PAGES = {"healthz", "mutate-pods", "login", "logout", "scheduler-banner", "whatif-start",
+             "whatif-progress", "whatif-cancel", "whatif-export"}  # fmt: skip
+# A queue, a pod, a namespace; a what-if experiment and its first variant (``experiment``).
+ARGUMENTS = {"name": "research", "namespace": "research", "pk": 1, "position": 0}
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +35,19 @@ def no_cluster(settings, tmp_path):
     kube.api_client.cache_clear()
     yield
     kube.api_client.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def experiment():
+    """What-if experiment 1, played, with one variant's results (the lab's pages need one)."""
+    from dashboard.whatif.models import Experiment, VariantResult
+
+    done = Experiment.objects.create(pk=1, name="e", spec="workload: {trace: {}}\nvariants: "
+                                     "[{name: a}]\n", status=Experiment.Status.DONE)  # fmt: skip
+    summary = dict.fromkeys(("pods", "ran", "never_ran", "scale_ups", "false_scale_ups",
+                             "node_hours_bought", "node_hours_wasted", "evictions"), 0)  # fmt: skip
+    summary.update(wait_p50=None, wait_p95=None, wait_max=None)
+    VariantResult.objects.create(experiment=done, position=0, name="a", summary=summary)
 
 
 @pytest.fixture
