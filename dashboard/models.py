@@ -33,11 +33,19 @@ class Cycle(models.Model):
     gates = models.JSONField(default=dict)  # gate removals queued / at bind
     notices = models.JSONField(default=list)
     # The cluster the cycle ran against: its kube-system namespace's UID ("" when unknown).
+    # ``started_at`` is that cluster's clock: two clusters' times do not compare (a simulated
+    # cluster may run sped up), so "the latest" is always the latest of one cluster.
     cluster = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # When the report was stored, on the storing process's wall clock (None before 0007): how
+    # old a report is when the web's clock is not its cluster's.
+    stored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["level", "started_at"])]
+        indexes = [
+            models.Index(fields=["level", "started_at"]),
+            models.Index(fields=["cluster", "started_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"cycle at {self.started_at:%Y-%m-%d %H:%M:%S} ({self.duration_ms:.1f} ms)"
@@ -62,6 +70,7 @@ class QueueSample(models.Model):
     unschedulable = models.PositiveIntegerField(default=0)
     share = models.FloatField(default=0.0)
     level = models.PositiveSmallIntegerField(default=0)  # copied from the cycle
+    cluster = models.CharField(max_length=64, blank=True, default="", db_default="")  # the cycle's
 
     class Meta:
         indexes = [

@@ -88,14 +88,30 @@ class CycleFailure:
         }
 
 
-def cycle_failure() -> CycleFailure | None:
-    """None unless the latest stored cycle failed (one indexed read when all is well)."""
-    latest = Cycle.objects.order_by("-started_at").values("started_at", "failed", "error").first()
+def current_cluster() -> str | None:
+    """The cluster of the report stored last (its kube-system UID; "" when the report did not
+    say), None before any. Reports are stored one at a time, so the highest id is the latest
+    stored: each cluster's ``started_at`` is its own clock, and two clusters' do not compare."""
+    return Cycle.objects.order_by("-id").values_list("cluster", flat=True).first()
+
+
+def cycle_failure(cluster: str | None = None) -> CycleFailure | None:
+    """None unless the latest cycle of ``cluster`` (default: ``current_cluster()``) failed (two
+    indexed reads when all is well). A cycle that names no cluster ("") failed before the
+    scheduler could learn it (no configuration, no cluster): its streak and last success are
+    counted over every cluster's cycles."""
+    if cluster is None:
+        cluster = current_cluster()
+        if cluster is None:
+            return None
+    own = Cycle.objects.filter(cluster=cluster)
+    latest = own.order_by("-started_at").values("started_at", "failed", "error").first()
     if latest is None or not latest["failed"]:
         return None
-    good = Cycle.objects.filter(failed=False).order_by("-started_at")
+    scope = own if cluster else Cycle.objects.all()
+    good = scope.filter(failed=False).order_by("-started_at")
     last_success = good.values_list("started_at", flat=True).first()
-    streak = Cycle.objects.filter(failed=True)
+    streak = scope.filter(failed=True)
     if last_success is not None:
         streak = streak.filter(started_at__gt=last_success)
     since = streak.order_by("started_at").values_list("started_at", flat=True).first()

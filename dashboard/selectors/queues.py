@@ -34,14 +34,20 @@ def gate_removed_uids(*, queue: str | None = None) -> set[str]:
     return set(rows.values_list("uid", flat=True))
 
 
-def queue_series(name: str, chart_range: ChartRange, now: datetime | None = None) -> list[dict]:
-    """The queue's samples over the range, one per bucket of the range's level.
+def queue_series(
+    name: str, chart_range: ChartRange, now: datetime | None = None, *, cluster: str | None = None
+) -> list[dict]:
+    """The queue's samples over the range, one per bucket of the range's level; ``cluster``
+    (a kube-system UID) keeps that cluster's samples only — a queue of the same name in an
+    earlier cluster is another queue, on another clock.
 
     Each resource field comes back as ``{"cpu": millicores}``: the charts draw CPU only, and
     the database pulls that one key out of the JSON far faster than Python decodes it whole.
     """
     since = (now or timezone.now()) - chart_range.span
     in_range = QueueSample.objects.filter(queue=name, at__gte=since)
+    if cluster is not None:
+        in_range = in_range.filter(cluster=cluster)
     level = pick_level(chart_range, lambda lv: in_range.filter(level__in=levels_from(lv)).count())
     # Sorted here, not in SQL: ORDER BY at makes SQLite walk the (queue, at) index through
     # every sample of the range instead of the (queue, level, at) one through a few hundred.

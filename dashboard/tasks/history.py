@@ -96,11 +96,15 @@ def _store(data: dict) -> int | None:
             error=report.failure,
             failed=True,
             cluster=report.cluster,
+            stored_at=timezone.now(),
             level=0,  # no chart reads it: it has no figures
         )
         return failed.id
+    # Its own cluster's cycles only: each cluster's times are its own clock's.
+    own = Cycle.objects.filter(cluster=report.cluster)
     previous = (
-        Cycle.objects.filter(started_at__lt=started, failed=False)
+        own.filter(started_at__lt=started, failed=False)
+        .order_by("-started_at")
         .values_list("started_at", flat=True)
         .first()
     )
@@ -116,9 +120,13 @@ def _store(data: dict) -> int | None:
         gates=report.gates,
         notices=report.notices,
         cluster=report.cluster,
+        stored_at=timezone.now(),
     )
     _store_samples(cycle, report.queues)
-    latest = not Cycle.objects.filter(started_at__gt=started).exists()  # else history only
+    # The latest of its cluster, by that cluster's clock, is current (else history only) —
+    # whatever the other clusters' times: a new cluster (a new kube-system) replaces the one
+    # before it, whose clock may be ahead (a simulated cluster run sped up).
+    latest = not own.filter(started_at__gt=started).exists()
     # One current state per pod of the cluster; its decisions between its creation and what
     # the cluster showed after them.
     reconcile_pods(cycle, report, _decisions(cycle, report.transitions), latest=latest)
@@ -159,6 +167,7 @@ def _store_samples(cycle: Cycle, queues: list[QueueReport]) -> None:
             inqueue=q.inqueue,
             share=q.share,
             level=cycle.level,
+            cluster=cycle.cluster,
             **{state.value: q.count(state) for state in COUNTED_STATES},
         )
         for q in queues

@@ -39,7 +39,10 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
     summary = live_summary()
     now = cluster_now()
     ranges = range_context(request)
-    series = queue_series(name, ranges["range"], now)
+    # The current cluster's history only (README, History): a queue only an earlier cluster
+    # had is no queue of this one, and a 404 like any name nothing refers to.
+    cluster = summary.cluster if summary is not None else None
+    series = queue_series(name, ranges["range"], now, cluster=cluster)
     row = None
     if summary is not None:
         rows = queue_rows(

@@ -126,3 +126,19 @@ def test_0005_drops_transitions_that_changed_nothing_and_keeps_one_current_pod_p
     }
     assert set(pods.values_list("cluster", flat=True)) == {""}  # an unknown cluster
     assert new.get_model("dashboard", "Cycle").objects.get().cluster == ""
+
+
+def test_0007_gives_each_stored_sample_its_cycle_s_cluster():
+    old = migrate([("dashboard", "0006_whatif_experiments")])
+    cycle = old.get_model("dashboard", "Cycle")
+    sample = old.get_model("dashboard", "QueueSample")
+    for n, cluster in enumerate(["uid-a", "uid-b", ""]):
+        c = cycle.objects.create(started_at=AT.replace(minute=n), duration_ms=1, mode="act",
+                                 cluster=cluster)  # fmt: skip
+        sample.objects.create(cycle=c, at=c.started_at, queue="q")
+
+    new = migrate([("dashboard", "0007_history_per_cluster")])
+
+    rows = new.get_model("dashboard", "QueueSample").objects.order_by("at")
+    assert [r.cluster for r in rows] == ["uid-a", "uid-b", ""]
+    assert all(c.stored_at is None for c in new.get_model("dashboard", "Cycle").objects.all())
