@@ -147,7 +147,7 @@ def test_any_bytes_get_a_4xx_or_an_answer(body):
     check_answer(post(body))
 
 
-@fuzz_settings(300)
+@fuzz_settings(150)
 @given(json_values)
 def test_any_json_gets_a_4xx_or_an_answer(value):
     check_answer(post(json.dumps(value).encode()), value)
