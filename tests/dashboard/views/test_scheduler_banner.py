@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 
 ERROR = "OverflowError: Python int too large to convert to C long"
 # URL names that are not pages of the dashboard (or, for login, not to anonymous users).
-NOT_PAGES = {"healthz", "mutate-pods", "login", "logout", "scheduler-banner", "whatif-start",
-             "whatif-progress", "whatif-cancel", "whatif-export"}  # fmt: skip
+NOT_PAGES = {"healthz", "metrics", "mutate-pods", "login", "logout", "scheduler-banner",
+             "whatif-start", "whatif-progress", "whatif-cancel", "whatif-export"}  # fmt: skip
 # A queue, a pod, a namespace; a what-if experiment and its first variant (``experiment``).
 ARGUMENTS = {"name": "research", "namespace": "research", "pk": 1, "position": 0}
 
