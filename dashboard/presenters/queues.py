@@ -183,6 +183,32 @@ def queue_errors(
     return errors
 
 
+def missing_words(name: str, invalid: Sequence[InvalidObject]) -> str:
+    """A queue pods name that the cycle did not have, in two words: a Queue object Sluice
+    refused "cannot be used"; else it "does not exist"."""
+    refused = any(o.kind == "queue" and o.name == name for o in invalid)
+    return "cannot be used" if refused else "does not exist"
+
+
+def missing_queue_errors(
+    name: str, problems: Sequence[ObjectProblem], invalid: Sequence[InvalidObject]
+) -> list[QueueError]:
+    """What is said about queue ``name``, which the cycle did not have: the Queue object's own
+    errors (when it exists and Sluice refused it), then the events said on the PodGroups and
+    pods naming it, one line per reason (there is one event per object: thousands, maybe)."""
+    errors = queue_errors(name, problems, invalid)
+    by_reason: dict[str, list[ObjectProblem]] = {}
+    for p in problems:
+        if p.kind != "queue" and p.queue == name:
+            by_reason.setdefault(p.reason, []).append(p)
+    for reason, said in by_reason.items():
+        first = said[0]
+        others = f" and {len(said) - 1} other object(s) naming it" if len(said) > 1 else ""
+        message = f"said on {first.description}{others}: {first.message}"
+        errors.append(QueueError(first.field, reason, message, VOLCANO_SAYS.get(reason, "")))
+    return errors
+
+
 def used_by_pods(queue: QueueReport) -> bool:
     """Pods of the queue exist: counted in a state, or holding resources (a pod binding is in
     no count yet, but allocated)."""
@@ -203,6 +229,8 @@ class QueueRow:
     risks: int  # workloads at risk (any class but fits_now)
     spec: QueueSpec | None = None
     errors: list[QueueError] = field(default_factory=list)
+    # Pods name this queue and the cycle did not have it: "does not exist" or "cannot be used"
+    missing: str = ""
 
     @property
     def implicit(self) -> bool:
@@ -224,9 +252,12 @@ def queue_rows(
     only: str | None = None,
     problems: Sequence[ObjectProblem] = (),
     invalid: Sequence[InvalidObject] = (),
+    missing: Sequence[QueueReport] = (),
 ) -> list[QueueRow]:
     """Every listed queue (``listed``), or just ``only`` (any queue the cycle saw), with
-    capacity bars, risk counts, spec and derived figures and what is wrong with it."""
+    capacity bars, risk counts, spec and derived figures and what is wrong with it; then the
+    ``missing`` queues (``LiveSummary.missing_queues``: pods name them, the cycle did not have
+    them), with their pods' counts and the events said on the objects naming them."""
     at_risk: dict[str, int] = {}
     for risk in risks:
         if risk.risk is not RiskClass.FITS_NOW:
@@ -241,6 +272,17 @@ def queue_rows(
         )
         for q in queues
         if (listed(q) if only is None else q.name == only and q.name != ROOT_QUEUE)
+    ] + [
+        QueueRow(
+            q,
+            [],
+            at_risk.get(q.name, 0),
+            None,
+            missing_queue_errors(q.name, problems, invalid),
+            missing_words(q.name, invalid),
+        )
+        for q in missing
+        if only is None or q.name == only
     ]
 
 
@@ -290,6 +332,7 @@ class TreeRow:
     implicit: bool = False  # not a Queue object: the scheduler's own root or default
     problem: str = ""  # a queue outside the tree: its parent is missing, or a cycle
     errors: list[QueueError] = field(default_factory=list)
+    missing: str = ""  # pods name it, the cycle did not have it: "does not exist", …
 
     @property
     def indent(self) -> float:
@@ -301,16 +344,21 @@ def tree_rows(
     specs: Mapping[str, dict] | None,
     problems: Sequence[ObjectProblem] = (),
     invalid: Sequence[InvalidObject] = (),
+    missing: Sequence[str] = (),
 ) -> list[TreeRow]:
     """Depth-first rows, parents before children, of the Queue objects the cluster has now
     (``specs``; None when it cannot be read: those of the latest cycle, every queue under
-    root) and of an implicit queue while pods use it; ``root`` heads the tree either way."""
+    root), of an implicit queue while pods use it and of the ``missing`` queues (pods name
+    them, the cycle did not have them: deleted, never created, unusable), each marked so and
+    with the events said on the objects naming it; ``root`` heads the tree either way."""
     if specs is None:
         names = {n for n, q in queues.items() if not q.implicit}
         specs = {}
     else:
         names = set(specs)
     names |= {n for n, q in queues.items() if q.implicit and used_by_pods(q)}
+    absent = frozenset(missing)
+    names |= absent
     names.discard(ROOT_QUEUE)
     children: dict[str, list[str]] = {}
     for name in sorted(names):
@@ -332,9 +380,12 @@ def tree_rows(
                 reclaimable=(spec or {}).get("reclaimable", True) is not False,
                 in_cycle=report is not None,
                 spec=queue_spec(report, spec),
-                implicit=not object_exists,
+                implicit=not object_exists and name not in absent,
                 problem=problem or (report.problem if report else ""),
-                errors=queue_errors(name, problems, invalid),
+                errors=missing_queue_errors(name, problems, invalid)
+                if name in absent
+                else queue_errors(name, problems, invalid),
+                missing=missing_words(name, invalid) if name in absent else "",
             )
         )
         for child in children.get(name, []):

@@ -44,13 +44,16 @@ class LiveSummary:
     cluster: str = ""  # the cluster it ran against (kube-system's UID; "" when unknown)
     # Queues whose spec is wrong, jobs naming a queue that does not exist (said with an event)
     problems: list[ObjectProblem] = field(default_factory=list)
+    # Queues pods name that the cycle did not have (deleted, never created, unusable): their
+    # pods by state only (``counts``), no figures.
+    missing_queues: list[QueueReport] = field(default_factory=list)
 
     def queue(self, name: str) -> QueueReport | None:
         return next((q for q in self.queues if q.name == name), None)
 
     def counts(self) -> dict[PodState, int]:
         totals = dict.fromkeys(COUNTED_STATES, 0)
-        for queue in self.queues:
+        for queue in [*self.queues, *self.missing_queues]:
             for state, n in queue.counts.items():
                 totals[state] = totals.get(state, 0) + n
         return totals
@@ -76,6 +79,12 @@ def live_summary() -> LiveSummary | None:
         invalid=[InvalidObject.from_json(o) for o in data.get("invalid") or []],
         cluster=str(data.get("cluster") or ""),
         problems=[ObjectProblem.from_json(p) for p in data.get("problems") or []],
+        missing_queues=[
+            QueueReport(
+                str(q["name"]), counts={PodState(k): int(n) for k, n in q["counts"].items()}
+            )
+            for q in data.get("missing_queues") or []
+        ],
     )
 
 

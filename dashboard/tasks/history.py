@@ -27,6 +27,7 @@ from dashboard.services.pod_states import prunable_pods, reconcile_pods
 from scheduler.api.report import (
     COUNTED_STATES,
     CycleReport,
+    PodState,
     QueueReport,
     Transition,
     TransitionKind,
@@ -116,7 +117,7 @@ def _store(data: dict) -> int | None:
         action_durations_ms={k: v * 1000 for k, v in report.action_durations_s.items()},
         error="\n".join(report.errors),
         level=bucket_level(started, previous),
-        counts={state.value: n for state, n in report.counts().items()},
+        counts={state.value: n for state, n in _counts(report).items()},
         gates=report.gates,
         notices=report.notices,
         cluster=report.cluster,
@@ -133,6 +134,33 @@ def _store(data: dict) -> int | None:
     if latest:
         _replace_live_state(cycle, report, data)
     return cycle.id
+
+
+def missing_queues(report: CycleReport) -> dict[str, dict[PodState, int]]:
+    """Queues that pods, PodGroups or pods' problems name and the cycle did not have (deleted
+    under their pods, never created, or refused as invalid), each with its pods by state as
+    the report lists them: no queue of the report counts them (a queue counts its own jobs'
+    pods), and the Pods page lists them all the same."""
+    known = {q.name for q in report.queues}
+    missing: dict[str, dict[PodState, int]] = {}
+    for p in report.problems:
+        if p.queue and p.queue not in known:
+            missing.setdefault(p.queue, dict.fromkeys(COUNTED_STATES, 0))
+    for pod in [*report.waiting, *(report.pods or ())]:
+        if pod.queue in known or pod.state not in COUNTED_STATES:
+            continue
+        counts = missing.setdefault(pod.queue, dict.fromkeys(COUNTED_STATES, 0))
+        counts[pod.state] += 1
+    return missing
+
+
+def _counts(report: CycleReport) -> dict[PodState, int]:
+    """Pods by state over every queue, and over the queues that do not exist."""
+    totals = report.counts()
+    for counts in missing_queues(report).values():
+        for state, n in counts.items():
+            totals[state] = totals.get(state, 0) + n
+    return totals
 
 
 # Any 64-bit number, the same in every process: the key of the advisory lock below.
@@ -224,6 +252,10 @@ def _replace_live_state(cycle: Cycle, report: CycleReport, data: dict) -> None:
         "config": data.get("config"),
         "invalid": data.get("invalid") or [],
         "problems": data.get("problems") or [],  # queue problems said with an event
+        "missing_queues": [  # queues pods name that the cycle did not have, and their pods
+            {"name": name, "counts": {state.value: n for state, n in counts.items()}}
+            for name, counts in sorted(missing_queues(report).items())
+        ],
         "cluster": report.cluster,  # the pages show this cluster's pods only
         "inventory": report.pods is not None,  # it listed every pod: the others are gone
     }

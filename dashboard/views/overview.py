@@ -16,8 +16,12 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {
         "summary": summary,
         "queues": queue_rows(
-            summary.queues, summary.risks, problems=summary.problems, invalid=summary.invalid
-        )
+            summary.queues,
+            summary.risks,
+            problems=summary.problems,
+            invalid=summary.invalid,
+            missing=summary.missing_queues,
+        )  # fmt: skip
         if summary
         else [],
         "stale": is_stale(summary, now),

@@ -54,7 +54,9 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
     if summary is not None and (row is not None or name not in {q.name for q in summary.queues}):
         waiting = queue_waiting(name)
         groups = explained_groups(waiting, summary.risks, gate_removed_uids(queue=name))
-        named = any(p.queue == name for p in summary.problems)
+        named = any(p.queue == name for p in summary.problems) or any(
+            q.name == name for q in summary.missing_queues
+        )
         if row is None and (named or any(waiting.values())):
             missing = _missing_queue(name, summary)
     context = {
@@ -110,10 +112,11 @@ def queue_tree(request: HttpRequest) -> HttpResponse:
     reports = {q.name: q for q in summary.queues} if summary else {}
     problems = summary.problems if summary else []
     invalid = summary.invalid if summary else []
+    missing = [q.name for q in summary.missing_queues] if summary else []
     context = {
         "summary": summary,
         "stale": is_stale(summary, cluster_now()),
-        "tree": tree_rows(reports, specs, problems, invalid),
+        "tree": tree_rows(reports, specs, problems, invalid, missing),
         "error": error,
     }
     return render_page(request, "dashboard/queue_tree.html", context, partials=("live",))
