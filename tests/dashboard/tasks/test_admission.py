@@ -98,6 +98,7 @@ def default_worker(settings, redis_url):
 
 def test_the_scheduler_asks_for_a_snapshot_on_demand_then_admits(cluster, settings, default_worker):
     settings.SLUICE_MODE = "act"
+    settings.SLUICE_LEADER_ELECT = False  # run_cycle runs the cycle itself, under the cycle lock
     settings.SLUICE_ADMISSION_CHECK = True
     group = podgroup("web", namespace="default", queue="default")
     cluster.custom.create_namespaced_custom_object(
