@@ -34,7 +34,7 @@ def pod_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
         explain_rows([detail.pod], summary.risks if summary else [])
     context = {"namespace": namespace, "name": name, "detail": detail, "uid": uid,
                "cluster": cluster}  # fmt: skip
-    response = render_page(request, "dashboard/pod.html", context, partials=("timeline",))
+    response = render_page(request, "dashboard/pod.html", context, partials=("live",))
     if detail.pod is None and not detail.timeline:
         response.status_code = 404
     return response

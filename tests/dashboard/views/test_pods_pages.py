@@ -5,6 +5,8 @@ timeline."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 
 import pytest
@@ -86,3 +88,41 @@ def test_a_gated_pods_page_shows_its_creation_with_the_gate(client):
 
     assert "No transition recorded yet" not in page
     assert "created</strong> (Gated): created with a scheduling gate" in page
+
+
+def test_a_pod_page_left_open_refreshes_its_state_with_its_timeline(client):
+    """htmx refreshes the pod page's live section: the "Now" line comes with the timeline, so a
+    page left open never says Running above a timeline that ends in Succeeded."""
+    now = time.time()
+    store(now - 1, pods=[pod_record("job-0", uid="j", node="cpu-1", created=int(now) - 30)])
+    store(now, pods=[pod_record("job-0", PodState.SUCCEEDED, uid="j", node="cpu-1")])
+
+    live = client.get(
+        "/pods/research/job-0/", headers={"HX-Request": "true", "HX-Target": "live"}
+    ).content.decode()
+
+    assert live.strip().startswith('<div id="live"') and "<h1>" not in live
+    assert live.count("Now:") == 1 and 'class="state state-succeeded">Succeeded' in live
+    assert "(Running → Succeeded)" in live
+
+
+def test_the_pods_list_left_open_refreshes_with_its_filters_and_page(client):
+    """The list refreshes itself (htmx, every 5 s) with the filters and the page it shows."""
+    now = time.time()
+    store(now - 1, pods=[pod_record("job-0", uid="j", node="cpu-1")])
+    store(now, pods=[pod_record("job-0", PodState.SUCCEEDED, uid="j", node="cpu-1")])
+
+    page = client.get("/pods/?queue=research&state=succeeded").content.decode()
+    live = client.get(
+        "/pods/?queue=research&state=succeeded&page=1",
+        headers={"HX-Request": "true", "HX-Target": "results"},
+    ).content.decode()
+
+    refresh = re.search(r'<div id="results" hx-get="([^"]+)"', page)
+    assert (
+        refresh
+        and html.unescape(refresh.group(1)) == "/pods/?queue=research&state=succeeded&page=1"
+    )
+    assert 'hx-trigger="every 5s' in page
+    assert live.strip().startswith('<div id="results"') and "<form" not in live
+    assert 'data-state="Succeeded"' in live and "research/job-0" in live
