@@ -107,8 +107,8 @@ def _write_history(now: float) -> tuple[int, int]:
             stamp = connection.ops.adapt_datetimefield_value(at)  # as the ORM stores it
             cursor.execute(
                 "INSERT INTO dashboard_cycle (id, started_at, duration_ms, mode, decisions, "
-                "action_durations_ms, error, level, counts, gates, notices) "
-                "VALUES (%s, %s, %s, 'act', 10, %s, '', %s, %s, '{}', '[]')",
+                "action_durations_ms, error, failed, level, counts, gates, notices) "
+                "VALUES (%s, %s, %s, 'act', 10, %s, '', FALSE, %s, %s, '{}', '[]')",
                 [cycle_id, stamp, 400 + t % 97, '{"allocate": 300.0}', level, counts],
             )
             rows = []

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from dashboard.selectors.cluster import ClusterUnavailable, autoscaler_events, scale_up_records
+from dashboard.selectors.cluster import ClusterError, autoscaler_events, scale_up_records
 from dashboard.views.common import render_page
 
 RECENT_ON_OVERVIEW = 5
@@ -16,7 +16,7 @@ def autoscaler(request: HttpRequest) -> HttpResponse:
     error = ""
     try:
         records, events = scale_up_records(), autoscaler_events()
-    except ClusterUnavailable as exc:
+    except ClusterError as exc:
         records, events, error = [], [], str(exc)
     context = {
         "records": records,
