@@ -135,7 +135,13 @@ def test_the_standby_takes_over_from_a_killed_leader_and_loses_nothing(tmp_path:
 
         # A clean stop (Ctrl-C) releases the Lease.
         second.send_signal(signal.SIGINT)
-        second.wait(timeout=20)
+        try:
+            second.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            log = (tmp_path / "second.log").read_text()[-4000:]
+            raise AssertionError(
+                f"the standby did not stop within 30 s of SIGINT:\n{log}"
+            ) from None
         assert holder(leases) == ""
         print(f"takeover {took_over:.2f} s after SIGKILL (lease {LEASE_S:g} s)")
     finally:
