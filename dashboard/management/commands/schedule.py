@@ -11,6 +11,7 @@ snapshots it takes from the cluster itself. ``--scheduler-name`` (repeatable, de
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 
@@ -91,6 +92,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, kubeconfig: str, once: bool, cycles: int, period: float, **options):
+        _stop_on_signals()
         try:
             api = kube_config.new_client_from_config(config_file=kubeconfig)
         except (kube_config.ConfigException, OSError) as exc:
@@ -215,3 +217,16 @@ class Command(BaseCommand):
             self.stderr.write(f"  error: {error}")
         if report.config is not None and report.config.error:
             self.stderr.write(f"  configuration: {report.config.error}")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM (what Kubernetes sends a pod to stop) and SIGINT stop the command cleanly: the
+    cycle in progress ends, writes finish, a leader releases its Lease. Installed explicitly:
+    a process started in the background by a shell inherits SIGINT ignored, and Python then
+    never turns it into KeyboardInterrupt."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
