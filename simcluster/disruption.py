@@ -38,6 +38,7 @@ import logging
 import math
 from collections.abc import Callable
 
+from scheduler.api.disruption_budget import selector_matches
 from simcluster.podutil import condition, meta, parse_time
 from simcluster.store import NotFound, Store, WatchEvent, utc_timestamp
 
@@ -50,36 +51,6 @@ SUFFICIENT_PODS, INSUFFICIENT_PODS = "SufficientPods", "InsufficientPods"
 
 
 # -- selectors and pods ------------------------------------------------------------------------
-
-
-def selector_matches(selector: object, labels: dict) -> bool:
-    """``metav1.LabelSelectorAsSelector(selector).Matches(labels)``: a null selector matches
-    nothing, an empty one everything, an invalid one nothing."""
-    if not isinstance(selector, dict):
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for requirement in selector.get("matchExpressions") or []:
-        if not _requirement_matches(requirement, labels):
-            return False
-    return True
-
-
-def _requirement_matches(requirement: dict, labels: dict) -> bool:
-    key, operator = requirement.get("key"), requirement.get("operator")
-    values = requirement.get("values") or []
-    if operator in ("In", "NotIn") and not values:
-        return False  # LabelSelectorAsSelector refuses it: the PDB matches nothing
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False
 
 
 def pdb_matches(pdb: dict, pod: dict) -> bool:

@@ -48,8 +48,10 @@ class DisruptionBudget:
         return namespace == self.namespace and selector_matches(self.selector, labels)
 
 
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    if selector is None:
+def selector_matches(selector: object, labels: Mapping[str, str]) -> bool:
+    """``metav1.LabelSelectorAsSelector(selector).Matches(labels)`` (the simulated cluster's
+    disruption controller and eviction subresource use it too)."""
+    if not isinstance(selector, Mapping):
         return False
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
