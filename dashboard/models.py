@@ -13,14 +13,15 @@ TRANSITION_KINDS = [(kind.value, kind.value.replace("_", " ")) for kind in Trans
 
 
 class Cycle(models.Model):
-    """One scheduling cycle; ``started_at`` identifies it, so storing a report twice is a no-op.
+    """One scheduling cycle, identified by its cluster and its start (the database enforces it:
+    a report stored twice — a redelivered task, two workers — is one cycle).
 
     ``level`` says which chart resolutions the cycle opens a time bucket for (see
     ``dashboard.selectors.sampling``): charts over a week read level-4 rows only, so their
     cost does not grow with the number of cycles.
     """
 
-    started_at = models.DateTimeField(unique=True)
+    started_at = models.DateTimeField(db_index=True)
     duration_ms = models.FloatField()
     mode = models.CharField(max_length=16)
     decisions = models.PositiveIntegerField(default=0)
@@ -42,9 +43,12 @@ class Cycle(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
-        indexes = [
-            models.Index(fields=["level", "started_at"]),
-            models.Index(fields=["cluster", "started_at"]),
+        indexes = [models.Index(fields=["level", "started_at"])]
+        constraints = [
+            # Also the index of a cluster's cycles by start (the latest of one cluster).
+            models.UniqueConstraint(
+                fields=["cluster", "started_at"], name="dashboard_cycle_cluster_started_at"
+            ),
         ]
 
     def __str__(self) -> str:

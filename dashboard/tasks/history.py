@@ -87,7 +87,8 @@ def _store(data: dict) -> int | None:
     report = CycleReport.from_json(data)
     _one_report_at_a_time()
     started = datetime.fromtimestamp(report.started_at, tz=UTC)
-    if Cycle.objects.filter(started_at=started).exists():
+    # A cycle is its cluster's start (unique in the database): stored already, nothing to do.
+    if Cycle.objects.filter(cluster=report.cluster, started_at=started).exists():
         return None
     if report.failure:
         failed = Cycle.objects.create(
