@@ -150,6 +150,10 @@ class TrackedPod(models.Model):
     since = models.DateTimeField()
     # Sluice lifted this pod's queue-allocation gate (a gate_removed transition was stored).
     gate_removed = models.BooleanField(default=False)
+    # What a replay of the workload needs (CycleReport.pod_facts: requests, PodGroup and its
+    # minMember, priorities), as the scheduler first reported the pod; None when no report
+    # carried them (a scheduler before pod_facts, or the report was lost).
+    facts = models.JSONField(null=True, blank=True, default=None)
 
     class Meta:
         indexes = [

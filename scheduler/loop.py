@@ -115,6 +115,7 @@ def _run(
         problems=problems,
         cluster=cache.cluster_id,
         pods=cache.pod_records(skip={p.uid for p in waiting}) + invalid_records(cache, waiting),
+        pod_facts=cache.new_pod_facts(),
     )
 
 

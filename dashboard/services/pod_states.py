@@ -146,6 +146,7 @@ def _reconcile(
         if row is None:
             since = datetime.fromtimestamp(pod.created, tz=UTC) if pod.created else at
             created.append(_tracked(uid, values, said, since, gate_removed=uid in lifted))
+            created[-1].facts = report.pod_facts.get(uid)
             continue
         fields = [f for f, new, old in zip(_FIELDS, values, row[2:], strict=True) if new != old]
         if said:
@@ -165,6 +166,7 @@ def _reconcile(
             to_state=PodState.DELETED.value, node=row.node, message=GONE,
         ))  # fmt: skip
     TrackedPod.objects.bulk_create(created, batch_size=1000)
+    _fill_facts(report.pod_facts, {p.uid for p in created})
     for change, ids in updated.items():  # by node, mostly (bulk_update's CASE is far slower)
         for chunk in _chunks(ids):
             TrackedPod.objects.filter(id__in=chunk).update(**dict(change))
@@ -173,6 +175,18 @@ def _reconcile(
             state=PodState.DELETED.value, since=at, message=GONE
         )
     PodTransition.objects.bulk_create([*born, *decisions_made, *history], batch_size=1000)
+
+
+def _fill_facts(facts: dict[str, dict], new: set[str]) -> None:
+    """Tracked pods without facts that the report carries facts of (reported again by a
+    scheduler that restarted, or first reported after its row was made): one UPDATE each,
+    only for the rows that lack them."""
+    known = [uid for uid in facts if uid not in new]
+    for chunk in _chunks(known):
+        for uid in TrackedPod.objects.filter(uid__in=chunk, facts__isnull=True).values_list(
+            "uid", flat=True
+        ):
+            TrackedPod.objects.filter(uid=uid).update(facts=facts[uid])
 
 
 GONE = "gone from the cluster"

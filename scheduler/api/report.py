@@ -510,6 +510,12 @@ class CycleReport:
     # Every pod of ours not in ``waiting``; None from a scheduler that sends no inventory
     # (then the dashboard cannot tell which pods are gone).
     pods: list[PodRecord] | None = None
+    # What a workload needs to be played again (the what-if lab's recorded workload), for the
+    # pods this scheduler had not reported before, by UID: ``requests`` (engine units), the
+    # PodGroup (``group``, "" for a pod without one), its ``minMember`` and
+    # ``groupPriorityClassName``/``groupPriority``, the pod's ``priorityClassName`` and
+    # ``priority``. Sent once per pod per scheduler process (``SchedulerCache.new_pod_facts``).
+    pod_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def failed(
@@ -546,6 +552,7 @@ class CycleReport:
             "failure": self.failure,
             "cluster": self.cluster,
             "pods": None if self.pods is None else [p.to_json() for p in self.pods],
+            "pod_facts": dict(self.pod_facts),
         }
 
     @classmethod
@@ -570,4 +577,5 @@ class CycleReport:
             pods=None
             if data.get("pods") is None
             else [PodRecord.from_json(p) for p in data["pods"]],
+            pod_facts=dict(data.get("pod_facts") or {}),
         )

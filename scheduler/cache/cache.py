@@ -125,6 +125,8 @@ class SchedulerCache:
         # What the cycles said on objects about queues (scheduler.framework.queue_problems):
         # problem key -> message, so each is said once.
         self.queue_problems_said: dict[str, str] = {}
+        # Pods whose facts a report carried (``new_pod_facts``): each is sent once.
+        self._facts_reported: set[str] = set()
 
     # --- pods ------------------------------------------------------------------------------
 
@@ -169,6 +171,7 @@ class SchedulerCache:
         with self._lock:
             uid = uid_of(pod, "pod")
             self._delete_task(uid)
+            self._facts_reported.discard(uid)
             for memo in (
                 self.observed, self._pipeline_deadlines, self._lapsed_pipelines, self._refused,
                 self._nomination_locks,
@@ -222,6 +225,32 @@ class SchedulerCache:
                 for task in job.tasks.values()
                 if task.uid not in skip
             ]
+
+    def new_pod_facts(self) -> dict[str, dict[str, Any]]:
+        """What a replay of the workload needs of each pod of ours not reported before
+        (``CycleReport.pod_facts``): its requests, PodGroup, minMember and priorities. A pod
+        whose PodGroup the watch has not delivered yet waits for it (its minMember unknown)."""
+        facts: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for job in self._jobs.values():
+                if job.podgroup is None and not job.is_synthetic:
+                    continue
+                group = "" if job.is_synthetic else job.name
+                for uid, task in job.tasks.items():
+                    if uid in self._facts_reported:
+                        continue
+                    spec = task.pod.get("spec") or {}
+                    facts[uid] = {
+                        "requests": {k: int(v) for k, v in task.resreq.to_dict().items()},
+                        "group": group,
+                        "minMember": job.min_available if group else 1,
+                        "groupPriorityClassName": job.priority_class_name if group else "",
+                        "groupPriority": job.priority if group else 0,
+                        "priorityClassName": str(spec.get("priorityClassName") or ""),
+                        "priority": task.priority,
+                    }
+            self._facts_reported.update(facts)
+        return facts
 
     # --- namespaces ------------------------------------------------------------------------
 

@@ -211,3 +211,21 @@ def test_prune_keeps_the_pods_that_exist_and_forgets_the_gone_and_other_clusters
 
     assert deleted["pods"] == 2  # x (another cluster), gone (deleted 9 days ago)
     assert listed() == [("research/old-runner", "running")]
+
+
+def test_a_pods_facts_are_kept_from_the_first_report_that_carries_them():
+    """CycleReport.pod_facts (what the what-if lab replays): stored with the pod's row; a row
+    made by a report without them (an older scheduler) takes them from a later report (a
+    scheduler that restarted reports every pod again); once kept, never replaced."""
+    facts = {"requests": {"cpu": 1000}, "group": "", "minMember": 1, "priorityClassName": "",
+             "priority": 0, "groupPriorityClassName": "", "groupPriority": 0}  # fmt: skip
+    store_cycle_report(report(T0, waiting=[gated("nb-1"), gated("nb-2")],
+                              ) | {"pod_facts": {"uid-nb-1": facts}})  # fmt: skip
+    rows = dict(TrackedPod.objects.values_list("uid", "facts"))
+    assert rows == {"uid-nb-1": facts, "uid-nb-2": None}
+
+    later = {**facts, "requests": {"cpu": 2000}}
+    store_cycle_report(report(T0 + 1, waiting=[gated("nb-1"), gated("nb-2")])
+                       | {"pod_facts": {"uid-nb-1": later, "uid-nb-2": later}})  # fmt: skip
+    rows = dict(TrackedPod.objects.values_list("uid", "facts"))
+    assert rows == {"uid-nb-1": facts, "uid-nb-2": later}

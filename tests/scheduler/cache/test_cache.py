@@ -151,3 +151,28 @@ def test_no_pod_is_bound_into_room_an_overcommitted_node_does_not_have():
     client = RecordingClusterClient()
     run_cycle(cache, default_config(), client, now=0.0)
     assert binds(client) == {"ns/wants-1": "n1"}
+
+
+def test_each_pods_facts_are_reported_once_and_a_gangs_wait_for_its_podgroup():
+    """CycleReport.pod_facts (the what-if lab's recorded workload): requests in engine units,
+    the PodGroup and its minMember, priorities; sent for a pod the first time only, and for a
+    pod of a PodGroup not yet delivered, once it is (its minMember unknown before)."""
+    cache = SchedulerCache(priority_classes={"high": 1000})
+    cache.add_queue(queue("q"))
+    cache.add_pod(pod("g-0", "2", "1Gi", group="g", priority_class="high"))
+    cache.add_pod(pod("solo", "500m", "512Mi"))
+    first = cache.new_pod_facts()
+    (solo,) = first.values()  # g-0 waits for its PodGroup
+    assert solo == {"requests": {"cpu": 500, "memory": 512 * 2**20}, "group": "",
+                    "minMember": 1, "groupPriorityClassName": "", "groupPriority": 0,
+                    "priorityClassName": "", "priority": 0}  # fmt: skip
+    cache.add_podgroup(podgroup("g", 3, queue="q", priority_class="high"))
+    (gang_pod,) = cache.new_pod_facts().values()
+    assert gang_pod == {"requests": {"cpu": 2000, "memory": 2**30}, "group": "g",
+                        "minMember": 3, "groupPriorityClassName": "high", "groupPriority": 1000,
+                        "priorityClassName": "high", "priority": 1000}  # fmt: skip
+    assert cache.new_pod_facts() == {}
+    # Deleted and created again under its name (a new UID): a new pod, reported.
+    cache.delete_pod(pod("solo", "500m", "512Mi"))
+    cache.add_pod(pod("solo", "1", "1Gi", uid="solo-2"))
+    assert list(cache.new_pod_facts()) == ["solo-2"]
