@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
+from dashboard.whatif import sources
 from dashboard.whatif.spec import Spec, Variant, seeded_uid, trace_arguments
 from scheduler.admission.context import Admission
 from scheduler.admission.node_groups import sized_for
@@ -82,10 +83,19 @@ class SeededStore(Store):
 
 def build_scenario(spec: Spec) -> Scenario:
     """The experiment's workload and cluster as a Scenario, built afresh (each variant gets
-    its own objects)."""
+    its own objects). A copy of the connected cluster (``spec.cluster``) replaces the
+    workload's own nodes and node groups (``dashboard.whatif.sources``)."""
+    connected = spec.cluster.get("connected")
+    if "recorded" in spec.workload:
+        return sources.recorded_scenario(spec.workload["recorded"], connected, spec.name)
     if "scenario" in spec.workload:
-        return parse(copy.deepcopy(spec.workload["scenario"]), source=spec.name)
-    return trace_scenario(trace_arguments(spec.workload["trace"]))
+        scenario = parse(copy.deepcopy(spec.workload["scenario"]), source=spec.name)
+    else:
+        scenario = trace_scenario(trace_arguments(spec.workload["trace"]))
+    if connected:
+        nodes = sources.cluster_objects(connected, spec.name)
+        scenario.nodes, scenario.node_groups = nodes.nodes, nodes.node_groups
+    return scenario
 
 
 def trace_scenario(t: dict) -> Scenario:
@@ -244,6 +254,8 @@ def run_variant(
     clock = VirtualClock(START)
     store = SeededStore(clock.now, spec.seed)
     ensure_system_namespace(store)
+    for priority_class in sources.priority_classes(spec.workload):  # a recorded workload's
+        store.create("priorityclasses", priority_class)
     cluster = Cluster(store, clock.now, None)
     server = ApiServer(cluster, port=0).start()
     api = client.ApiClient(client.Configuration(host=server.url))

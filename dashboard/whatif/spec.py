@@ -15,6 +15,12 @@
         nodes: 20
         queues: 4
         timeCompression: 20
+      recorded:          # or the pods Sluice's history recorded on a cluster over a window
+        from: 2026-11-24T01:00:00Z
+        to: 2026-11-24T02:00:00Z
+        cluster: ...     # its kube-system UID; by default the latest report's cluster
+    cluster:             # optional: instead of the workload's own nodes and node groups,
+      connected: {}      # a copy of the connected cluster's nodes
     variants:
     - name: gates off
       gates: false
@@ -30,6 +36,13 @@ as a namespace opted in through the webhook gives it; false: none does), ``marki
 ``cluster-autoscaler``, ``karpenter``) and ``schedulerConf`` (a scheduler configuration in
 Volcano's format; the keys above are applied on top of it). ``load`` checks every key and
 type and names what is wrong.
+
+``recorded`` and ``connected`` come from the connected cluster (``dashboard/whatif/sources.py``
+says what is read and the rules): ``sources.resolve`` reads them when an experiment is started
+from the page or ``manage.py whatif``, and writes the pods, queues, gangs and priority
+classes — and the nodes and the autoscaler's node group — into the file itself, so the
+experiment exported plays the same anywhere. ``load`` wants them frozen. A recorded workload
+has no cluster of its own: it needs ``cluster: {connected: ...}``.
 """
 
 from __future__ import annotations
@@ -41,6 +54,7 @@ from typing import Any
 
 import yaml
 
+from dashboard.whatif import sources
 from scheduler.config import ConfigError, SchedulerConfig, default_config
 from simcluster.runtime import AUTOSCALERS
 from simcluster.scenario import ScenarioError, parse
@@ -50,7 +64,8 @@ MAX_HORIZON = 24 * 3600.0
 MAX_CYCLES = 2_000  # horizon / step, per variant
 MAX_VARIANTS = 8
 MARKINGS = ("sluice", "volcano")
-TOP_KEYS = {"name", "seed", "horizon", "step", "workload", "variants", "description"}
+TOP_KEYS = {"name", "seed", "horizon", "step", "workload", "variants", "description", "cluster"}
+WORKLOADS = ("scenario", "trace", "recorded")
 VARIANT_KEYS = {
     "name",
     "gates",
@@ -150,6 +165,7 @@ class Spec:
     variants: tuple[Variant, ...]
     description: str = ""
     raw: dict = field(default_factory=dict, compare=False)
+    cluster: dict = field(default_factory=dict)  # {"connected": {...}} or {}: the workload's
 
     def to_dict(self) -> dict:
         return {
@@ -159,6 +175,7 @@ class Spec:
             "horizon": self.horizon,
             "step": self.step,
             "workload": copy.deepcopy(self.workload),
+            **({"cluster": copy.deepcopy(self.cluster)} if self.cluster else {}),
             "variants": [v.to_dict() for v in self.variants],
         }
 
@@ -170,6 +187,27 @@ class Spec:
         return int(self.horizon // self.step)
 
     def workload_words(self) -> str:
+        return self._workload_words() + self._cluster_words()
+
+    def _cluster_words(self) -> str:
+        connected = self.cluster.get("connected")
+        if not connected:
+            return ""
+        groups = connected.get("groups") or []
+        return (
+            f"; on a copy of the connected cluster's {len(connected['nodes'])} nodes"
+            f"{' (' + connected['copiedAt'] + ')' if connected.get('copiedAt') else ''}, "
+            f"{len(groups)} shape(s); the autoscaler adds nodes of the commonest"
+        )
+
+    def _workload_words(self) -> str:
+        if "recorded" in self.workload:
+            r = self.workload["recorded"]
+            return (
+                f"{len(r['pods'])} pods recorded on cluster {r.get('cluster') or '(unknown)'} "
+                f"from {r.get('from')} to {r.get('to')}, {len(r.get('gangs') or [])} gangs, "
+                f"{len(r.get('queues') or [])} queues"
+            )
         if "trace" in self.workload:
             t = trace_arguments(self.workload["trace"])
             return (
@@ -220,13 +258,24 @@ def load(data: Any, *, source: str = "<experiment>") -> Spec:
         raise SpecError(f"{source}: horizon / step is {horizon / step:g} cycles (at most "
                         f"{MAX_CYCLES} per variant)")  # fmt: skip
     workload = data.get("workload")
-    if (
-        not isinstance(workload, dict)
-        or len(workload) != 1
-        or not ({"scenario", "trace"} & set(workload))
-    ):
-        raise SpecError(f"{source}: workload: one of scenario (a mapping) or trace (a mapping)")
-    if "scenario" in workload:
+    if not isinstance(workload, dict) or len(workload) != 1 or not (set(WORKLOADS) & set(workload)):
+        raise SpecError(f"{source}: workload: one of scenario, trace or recorded (a mapping)")
+    cluster = _cluster(data.get("cluster"), source)
+    if "recorded" in workload:
+        recorded = workload["recorded"]
+        if not isinstance(recorded, dict):
+            raise SpecError(f"{source}: workload.recorded: expected a mapping")
+        if "pods" not in recorded:
+            raise SpecError(f"{source}: workload.recorded: the window has not been read from "
+                            "Sluice's history yet (the page and manage.py whatif read it)")  # fmt: skip
+        if not cluster:
+            raise SpecError(f"{source}: cluster: a recorded workload has no cluster of its own; "
+                            "give cluster: {connected: {}} (a copy of the connected cluster)")  # fmt: skip
+        try:
+            sources.check_recorded(recorded, f"{source}: workload.recorded", MAX_PODS)
+        except sources.SourceError as exc:
+            raise SpecError(str(exc)) from None
+    elif "scenario" in workload:
         if not isinstance(workload["scenario"], dict):
             raise SpecError(f"{source}: workload.scenario: expected a mapping")
         try:
@@ -259,7 +308,50 @@ def load(data: Any, *, source: str = "<experiment>") -> Spec:
     if len(set(names)) != len(names):
         raise SpecError(f"{source}: variants: names must differ")
     return Spec(name, seed, horizon, step, copy.deepcopy(workload), variants,
-                str(data.get("description") or ""), raw=data)  # fmt: skip
+                str(data.get("description") or ""), raw=data, cluster=cluster)  # fmt: skip
+
+
+def _cluster(raw: Any, source: str) -> dict:
+    """The ``cluster`` key: absent (the workload's own nodes) or ``{connected: {...}}``."""
+    if raw is None:
+        return {}
+    if (
+        not isinstance(raw, dict)
+        or set(raw) != {"connected"}
+        or not isinstance(raw["connected"], dict)
+    ):
+        raise SpecError(f"{source}: cluster: {{connected: {{...}}}} (a copy of the connected "
+                        "cluster's nodes), or no cluster key for the workload's own")  # fmt: skip
+    if "nodes" not in raw["connected"]:
+        raise SpecError(f"{source}: cluster.connected: the nodes have not been copied from the "
+                        "connected cluster yet (the page and manage.py whatif copy them)")  # fmt: skip
+    try:
+        sources.check_connected(raw["connected"], f"{source}: cluster.connected")
+    except sources.SourceError as exc:
+        raise SpecError(str(exc)) from None
+    return copy.deepcopy(raw)
+
+
+def resolve_and_load(text: str, *, source: str = "<experiment>") -> Spec:
+    """``loads``, after reading a recorded workload's window from Sluice's history and copying
+    the connected cluster's nodes when the file asks for them (``sources.resolve``)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    try:
+        data = sources.resolve(data, max_pods=MAX_PODS)
+    except sources.SourceError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+    spec = load(data, source=source)
+    try:
+        if "recorded" in spec.workload:
+            sources.recorded_scenario(spec.workload["recorded"], spec.cluster["connected"], source)
+        elif spec.cluster:
+            sources.cluster_objects(spec.cluster["connected"], source)
+    except sources.SourceError as exc:
+        raise SpecError(str(exc)) from None
+    return spec
 
 
 def _variant(data: Any, where: str) -> Variant:

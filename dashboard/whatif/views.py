@@ -4,19 +4,22 @@ pods behind each figure, and the experiment as a file."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.whatif import present, service
+from dashboard.whatif import present, service, sources
 from dashboard.whatif.models import Experiment
-from dashboard.whatif.spec import SpecError, loads
+from dashboard.whatif.spec import MAX_CYCLES, MAX_HORIZON, SpecError, loads, resolve_and_load
 
 log = logging.getLogger(__name__)
 EXAMPLES_DIR = Path(__file__).parent / "examples"
@@ -27,27 +30,105 @@ def example_text(name: str) -> str:
     return (EXAMPLES_DIR / EXAMPLES.get(name, EXAMPLES["gates"])).read_text()
 
 
-def _list_context(request: HttpRequest, text: str, error: str = "") -> dict:
+WORKLOAD_SOURCES = {
+    "gates": "example: gate burst (a scenario)",
+    "trace": "example: the Alibaba openb trace",
+    "recorded": "pods recorded on the connected cluster, over a window",
+}
+CLUSTER_SOURCES = {
+    "own": "the workload's own (the simulated cluster's shape)",
+    "connected": "a copy of the connected cluster's nodes",
+}
+
+
+def _list_context(
+    request: HttpRequest, text: str, error: str = "", form: dict | None = None
+) -> dict:
     return {
         "experiments": Experiment.objects.all()[:50],
         "spec_text": text,
         "spec_error": error,
         "examples": sorted(EXAMPLES),
+        "workload_sources": WORKLOAD_SOURCES,
+        "cluster_sources": CLUSTER_SOURCES,
+        "form": form or _default_window(),
     }
+
+
+def _default_window() -> dict:
+    """The form's window: the last hour of the latest report's cluster, by its clock."""
+    from dashboard.models import Cycle
+
+    cluster = sources.current_cluster()
+    latest = (
+        Cycle.objects.filter(cluster=cluster).order_by("-started_at").values_list(
+            "started_at", flat=True).first() if cluster is not None else None
+    )  # fmt: skip
+    end = (latest or timezone.now()).astimezone(UTC).replace(microsecond=0) + timedelta(seconds=1)
+    start = end - timedelta(hours=1)
+    return {"workload": "gates", "cluster": "own", "from": _local(start), "to": _local(end)}
+
+
+def _local(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 @require_GET
 def experiments(request: HttpRequest) -> HttpResponse:
-    text = example_text(request.GET.get("example", "gates"))
-    return render(request, "dashboard/whatif.html", _list_context(request, text))
+    workload = request.GET.get("workload") or request.GET.get("example", "gates")
+    cluster = request.GET.get("cluster", "own")
+    if workload in EXAMPLES and cluster != "connected":
+        return render(
+            request, "dashboard/whatif.html", _list_context(request, example_text(workload))
+        )
+    form = {**_default_window(), "workload": workload, "cluster": cluster}
+    form.update({k: request.GET[k] for k in ("from", "to") if request.GET.get(k)})
+    try:
+        text = sourced_experiment(form)
+    except SpecError as exc:
+        return render(request, "dashboard/whatif.html",
+                      _list_context(request, "", str(exc), form), status=400)  # fmt: skip
+    return render(request, "dashboard/whatif.html", _list_context(request, text, form=form))
+
+
+def sourced_experiment(form: dict) -> str:
+    """The experiment file the sources form asks for, its workload and cluster read from
+    Sluice's history and the connected cluster and frozen in it; the variants are the
+    gate-burst example's."""
+    workload, cluster = form.get("workload"), form.get("cluster")
+    if workload not in WORKLOAD_SOURCES:
+        raise SpecError(f"workload: one of {', '.join(WORKLOAD_SOURCES)}")
+    if cluster not in CLUSTER_SOURCES:
+        raise SpecError(f"cluster: one of {', '.join(CLUSTER_SOURCES)}")
+    data = yaml.safe_load(example_text("gates" if workload == "recorded" else workload))
+    if workload == "recorded":
+        if cluster != "connected":
+            raise SpecError("cluster: a recorded workload has no cluster of its own: choose "
+                            f"{CLUSTER_SOURCES['connected']!r}")  # fmt: skip
+        window = {"from": form.get("from"), "to": form.get("to")}
+        data["workload"] = {"recorded": window}
+        data["name"] = "recorded workload, gates on or off"
+        data["description"] = (f"The pods Sluice recorded on the connected cluster from "
+                               f"{window['from']} to {window['to']} (UTC), on a copy of its nodes.")  # fmt: skip
+        try:
+            seconds = (sources.parse_when(window["to"], "workload.recorded.to")
+                       - sources.parse_when(window["from"], "workload.recorded.from")).total_seconds()  # fmt: skip
+        except sources.SourceError as exc:
+            raise SpecError(str(exc)) from None
+        data["horizon"] = max(60.0, min(seconds, MAX_HORIZON))
+        data["step"] = max(5.0, float(-(-data["horizon"] // MAX_CYCLES)))
+    if cluster == "connected":
+        data["cluster"] = {"connected": {}}
+    spec = resolve_and_load(yaml.safe_dump(data, sort_keys=False), source="the experiment")
+    return spec.to_yaml()
 
 
 @login_required
 @require_POST
 def start(request: HttpRequest) -> HttpResponse:
     text = request.POST.get("spec", "")
-    try:
-        spec = loads(text, source="the experiment")
+    try:  # a recorded window or a copy of the connected cluster is read and frozen here
+        spec = resolve_and_load(text, source="the experiment")
     except SpecError as exc:
         return render(request, "dashboard/whatif.html", _list_context(request, text, str(exc)),
                       status=400)  # fmt: skip

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard.whatif import present, runner, service
-from dashboard.whatif.spec import SpecError, loads
+from dashboard.whatif.spec import SpecError, resolve_and_load
 
 
 class Command(BaseCommand):
@@ -29,7 +29,9 @@ class Command(BaseCommand):
     def handle(self, *args, file: str, output: str | None, save: bool, **options) -> None:
         path = Path(file)
         try:
-            spec = loads(path.read_text(encoding="utf-8"), source=str(path))
+            # A recorded window or a copy of the connected cluster not frozen in the file yet
+            # is read here, from this dashboard's history and cluster.
+            spec = resolve_and_load(path.read_text(encoding="utf-8"), source=str(path))
         except OSError as exc:
             raise CommandError(f"{path}: cannot be read: {exc.strerror or exc}") from None
         except SpecError as exc:
