@@ -189,7 +189,7 @@ def mark_like_volcano(store: Store) -> int:
     ``SchedulingSkipped`` there. After each cycle this rewrites Sluice's ``SchedulingSkipped``
     on ungated pending pods to what Volcano would have written, before the autoscaler looks."""
     changed = 0
-    for pod in store.list("pods")[0]:
+    for pod in store.peek_all("pods"):  # read only; the rewrite goes through mutate
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if spec.get("nodeName") or spec.get("schedulingGates") or is_finished(pod):
             continue
@@ -333,7 +333,7 @@ def _settle(service: SchedulerService, store: Store) -> None:
 def _observe_pods(store: Store, pods: dict[str, PodSeen], t: float) -> None:
     groups = podgroup_queues(store)
     present = set()
-    for pod in store.list("pods")[0]:
+    for pod in store.peek_all("pods"):  # read only
         m = meta(pod)
         if m.get("namespace") == "kube-system":
             continue
@@ -353,7 +353,6 @@ def _observe_pods(store: Store, pods: dict[str, PodSeen], t: float) -> None:
 
 
 def _sample(store: Store, report, t: float) -> dict:
-    nodes = store.list("nodes")[0]
     queues = {}
     for q in report.queues:
         if q.name == "root":
@@ -363,7 +362,7 @@ def _sample(store: Store, report, t: float) -> dict:
             "allocated": round(q.allocated.get("cpu", 0) / 1000, 3),
             "capability": None if capability is None else round(capability / 1000, 3),
         }
-    return {"t": round(t, 3), "nodes": len(nodes), "queues": queues}
+    return {"t": round(t, 3), "nodes": store.count("nodes"), "queues": queues}
 
 
 def percentile(values: list[float], q: float) -> float | None:

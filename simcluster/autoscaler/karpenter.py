@@ -50,7 +50,8 @@ class Karpenter(AutoscalerBase):
 
     def tick(self, now: float) -> None:
         self.create_due_nodes(now)
-        pods = self.store.list("pods")[0]
+        # The stored objects themselves, not copies (as ClusterAutoscaler.tick): only read.
+        pods = self.store.peek_all("pods")
         provisionable = [p for p in pods if karpenter_is_provisionable(p)]
         uids = {meta(p)["uid"] for p in provisionable}
         if uids - self._seen:
@@ -63,10 +64,10 @@ class Karpenter(AutoscalerBase):
             self.batch_opened = None
             self.provision(now, provisionable)
         if self.consolidate_after is not None:
-            self.consolidate(now, self.store.list("nodes")[0], self.store.list("pods")[0], uids)
+            self.consolidate(now, self.store.peek_all("nodes"), self.store.peek_all("pods"), uids)
 
     def provision(self, now: float, provisionable: list[dict]) -> None:
-        nodes, pods = self.store.list("nodes")[0], self.store.list("pods")[0]
+        nodes, pods = self.store.peek_all("nodes"), self.store.peek_all("pods")
         snapshot = PlacementSnapshot(nodes, pods, self.upcoming_nodes())
         rest = [p for p in provisionable if snapshot.place(p) is None]
         rest.sort(key=lambda p: _size_key(pod_requests(p)), reverse=True)

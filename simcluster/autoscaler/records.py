@@ -147,9 +147,9 @@ class Ledger:
         self._empty = set()
         if not self._live():
             return  # nothing provisioned: no need to list the cluster
-        nodes = {meta(n)["name"] for n in store.list("nodes")[0]}
+        nodes = {meta(n)["name"] for n in store.peek_all("nodes")}
         busy: dict[str, set[str]] = {}
-        for pod in store.list("pods")[0]:
+        for pod in store.peek_all("pods"):
             node = (pod.get("spec") or {}).get("nodeName")
             if node and not is_finished(pod) and not is_daemon_or_mirror(pod):
                 busy.setdefault(node, set()).add(meta(pod).get("uid", ""))
