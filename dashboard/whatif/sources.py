@@ -343,7 +343,15 @@ def recorded_queues(
         elif name != "default":
             out[name] = {"name": name, "spec": {}}
             notes.append(f"queue {name}: never reported: no limit")
-    return [out[n] for n in sorted(out)], notes
+
+    def depth(name: str, seen: frozenset[str] = frozenset()) -> int:
+        parent = out[name]["spec"].get("parent")
+        if not parent or parent not in out or parent in seen:
+            return 0
+        return 1 + depth(parent, seen | {name})
+
+    # Parents before their children, as they would be created.
+    return [out[n] for n in sorted(out, key=lambda n: (depth(n), n))], notes
 
 
 def as_quantities(units: dict[str, float]) -> dict[str, str]:

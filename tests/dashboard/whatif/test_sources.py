@@ -35,7 +35,8 @@ SCENARIO = {
     "kubelet": {"startupDelay": 1, "deleteCompletedPods": False},
     "namespaces": [{"name": NS}],
     "queues": [
-        {"name": "q", "spec": {"capability": {"cpu": "4", "memory": "16Gi"}}},
+        {"name": "org", "spec": {"capability": {"cpu": "12"}}},
+        {"name": "q", "spec": {"parent": "org", "capability": {"cpu": "4", "memory": "16Gi"}}},
         {"name": "wide", "spec": {}},
     ],
     "nodes": [
@@ -108,7 +109,12 @@ def test_the_recorded_workload_keeps_arrivals_requests_gangs_priorities_and_queu
     assert frozen["priorityClasses"] == [{"name": "high", "value": 1000}]
     assert {p["name"]: p["queue"] for p in frozen["pods"]}["server"] == "wide"
     queues = {q["name"]: q["spec"] for q in frozen["queues"]}
-    assert queues == {"q": {"capability": {"cpu": "4", "memory": "16Gi"}}, "wide": {}}
+    assert queues == {  # q's parent too, though no pod names it
+        "org": {"capability": {"cpu": "12"}},
+        "q": {"capability": {"cpu": "4", "memory": "16Gi"}, "parent": "org"},
+        "wide": {},
+    }
+    assert [q["name"] for q in frozen["queues"]] == ["org", "wide", "q"]  # parents first
     # Run times: bound to finished (5 s of running after a 1 s start, within a cycle's
     # resolution); still running at the end or never bound: none recorded, said in notes.
     for name in ("train-0", "train-1", "train-2", "solo"):
