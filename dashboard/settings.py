@@ -187,6 +187,24 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis restarted or unreachable for a while: the workers and beat keep trying to reconnect
+# (every 2 s at first, then up to every 30 s: kombu's Connection.ensure_connection) instead of
+# exiting after 100 attempts, Celery's default.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A task that must not be lost (a gate removal, a cycle's history) is acknowledged after it ran
+# (acks_late, reject_on_worker_lost: dashboard/tasks/gates.py and history.py). A worker killed
+# while running one leaves the message in Redis's unacked set; a worker restores it once it is
+# older than the visibility timeout (kombu's Redis transport; its default is an hour), looking
+# every SLUICE_BROKER_RESTORE_INTERVAL seconds. The timeout must exceed the longest such task
+# (60 s, their time_limit) plus its retry countdown (10 s at most), or a task still running is
+# delivered twice — harmless, both are idempotent, but wasted.
+SLUICE_BROKER_VISIBILITY_TIMEOUT = env_float("SLUICE_BROKER_VISIBILITY_TIMEOUT", 300.0)
+SLUICE_BROKER_RESTORE_INTERVAL = env_float("SLUICE_BROKER_RESTORE_INTERVAL", 10.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": SLUICE_BROKER_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": SLUICE_BROKER_RESTORE_INTERVAL,
+    "unacked_restore_throttle": 1,  # scan at each interval, not one interval in ten
+}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "dashboard.tasks.run_cycle": {"queue": "scheduler"},

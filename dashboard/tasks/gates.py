@@ -4,7 +4,8 @@
 The scheduling cycle queues this and never waits for it. The task reads the pod fresh, leaves it
 alone when it is gone, already ungated or replaced (another UID), and patches with the pod's
 resourceVersion, retrying conflicts with backoff — so running it twice, or after the bind path's
-own synchronous removal, is harmless. An unreachable API server is retried by Celery.
+own synchronous removal, is harmless. An unreachable API server is retried by Celery, and a
+worker killed while running it leaves the message to another (``acks_late``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ _OUTCOME_COUNTER = {
     retry_backoff_max=10,
     max_retries=5,
     soft_time_limit=30,
+    time_limit=60,
+    # Acknowledged once it ran, and given back to the queue when the process running it dies
+    # (SIGKILL, out of memory): a removal is never lost with its worker, and running it again
+    # is harmless (above). Within the broker's visibility timeout (settings.py) when the whole
+    # worker died; at once when only its pool process did.
+    acks_late=True,
+    reject_on_worker_lost=True,
 )
 def remove_gate(
     self, namespace: str, name: str, uid: str | None, reserved_at: str | None = None

@@ -43,6 +43,13 @@ log = logging.getLogger(__name__)
     time_limit=60,
     # SQLite may be busy with a page's read: storing is idempotent per cycle, so try again.
     autoretry_for=(OperationalError,),
+    # One transaction per report, acknowledged once committed: a worker killed while storing
+    # (SIGKILL, out of memory) leaves nothing (the transaction rolls back) and the report goes
+    # back to the queue (at once when its pool process died, within the broker's visibility
+    # timeout when the whole worker did: settings.py); the unique (cluster, started_at) makes
+    # a report stored twice one cycle.
+    acks_late=True,
+    reject_on_worker_lost=True,
     retry_backoff=0.2,
     max_retries=5,
     # A report lists every waiting pod (10.4 MB of JSON at 50,000 in `make bench`): zlib
