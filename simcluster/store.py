@@ -41,11 +41,13 @@ KINDS: dict[str, bool] = {
     "pods": True,
     "events": True,
     "configmaps": True,
+    "secrets": True,
     "queues": False,
     "podgroups": True,
     "priorityclasses": False,
     "poddisruptionbudgets": True,
     "leases": True,
+    "mutatingwebhookconfigurations": False,
 }
 
 Key = tuple[str, str]  # (namespace or "", name)

@@ -43,6 +43,9 @@ class SimClusterOptions:
     webhook_url: str = ""
     webhook_failure_policy: str = "Fail"
     webhook_timeout: float = 10.0
+    # "<name>.<namespace>.svc=PORT": where a stored MutatingWebhookConfiguration's
+    # clientConfig.service is called (127.0.0.1:PORT), as the cluster's DNS would resolve it.
+    webhook_service: tuple[str, ...] = ()
     autoscaler: str = "none"
     state: str = ""
     node_groups_file: str = ""  # where to describe the node groups for the admission check
@@ -83,7 +86,7 @@ def build(options: SimClusterOptions) -> SimCluster:
         webhook = Webhook(
             options.webhook_url, options.webhook_failure_policy, options.webhook_timeout
         )
-    cluster = Cluster(store, clock.now, webhook)
+    cluster = Cluster(store, clock.now, webhook, parse_webhook_services(options.webhook_service))
     ensure_system_namespace(store)  # kept from a restored state: the cluster's identity
     scenario = resolve(options.scenario)
     config = FaultConfig.from_text(options.faults) if options.faults else None
@@ -92,6 +95,7 @@ def build(options: SimClusterOptions) -> SimCluster:
     faults = Faults(config, cluster) if config is not None and config.enabled else None
     if faults is not None and cluster.webhook is not None:
         cluster.webhook = dataclasses.replace(cluster.webhook, faults=faults)
+    cluster.webhook_faults = faults
     simulation = Simulation(
         store,
         clock,
@@ -106,6 +110,19 @@ def build(options: SimClusterOptions) -> SimCluster:
     server.faults = faults
     server.metrics = functools.partial(simulation_metrics, simulation)
     return SimCluster(store, cluster, server, simulation, options, restored=restored, faults=faults)
+
+
+def parse_webhook_services(entries: tuple[str, ...] | list[str]) -> dict[str, int]:
+    """``["sluice-webhook.sluice.svc=8443"]`` -> ``{"sluice-webhook.sluice.svc": 8443}``."""
+    services = {}
+    for entry in entries:
+        host, _, port = entry.partition("=")
+        if not host.endswith(".svc") or host.count(".") != 2 or not port.isdigit():
+            raise ValueError(f"--webhook-service {entry!r}: expected <name>.<namespace>.svc=<port>")
+        if not 0 < int(port) < 65536:
+            raise ValueError(f"--webhook-service {entry!r}: the port must be 1-65535")
+        services[host] = int(port)
+    return services
 
 
 def describe_faults(faults: Faults) -> str:

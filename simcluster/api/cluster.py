@@ -8,11 +8,21 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from simcluster.api import leases, poddisruptionbudgets, pods, priority, validation
+from simcluster.api import (
+    leases,
+    poddisruptionbudgets,
+    pods,
+    priority,
+    validation,
+    webhook_configurations,
+)
+from simcluster.api import secrets as secret_rules
 from simcluster.api.decoding import decode
 from simcluster.api.errors import (
     ApiError,
@@ -27,9 +37,12 @@ from simcluster.api.patch import apply_patch
 from simcluster.api.resources import RESOURCES, Resource
 from simcluster.api.selectors import field_selector, label_selector
 from simcluster.api.structural import default_custom, validate_custom
-from simcluster.api.webhook import Webhook, mutate_pod
+from simcluster.api.webhook import Webhook, mutate_pod, service_host
 from simcluster.disruption import DisruptionController
 from simcluster.store import KINDS, InvalidContinue, Page, Store, StoreError
+
+if TYPE_CHECKING:
+    from simcluster.faults import Faults
 
 SERVER_MANAGED_META = (
     "uid",
@@ -47,9 +60,18 @@ def resource_for(plural: str) -> Resource:
 
 @dataclass
 class Cluster:
+    """``webhook`` is a webhook configured at start (``--webhook-url``): an implicit
+    configuration that every pod CREATE reaches, in every namespace, before the
+    MutatingWebhookConfigurations stored in the cluster (``_admit_pod``).
+    ``webhook_services`` stands in for the cluster's DNS and Service endpoints: a stored
+    webhook's ``clientConfig.service`` ``<name>.<namespace>.svc`` is called at 127.0.0.1 on the
+    port given here (``--webhook-service``); a Service not listed has no endpoints."""
+
     store: Store
     now: Callable[[], float]
     webhook: Webhook | None = None
+    webhook_services: dict[str, int] = dataclasses.field(default_factory=dict)
+    webhook_faults: Faults | None = None  # seeded faults for the stored webhooks' calls too
 
     def __post_init__(self) -> None:
         for pc in priority.system_classes():  # kube-apiserver creates them at start
@@ -135,6 +157,10 @@ class Cluster:
         else:
             validation.validate_name(resource, obj)
             _default_status(plural, obj)
+        if plural == "secrets":
+            secret_rules.validate(secret_rules.prepare(obj))
+        if plural == "mutatingwebhookconfigurations":
+            webhook_configurations.validate(webhook_configurations.default(obj))
         if plural == "priorityclasses":
             priority.validate_priority_class(obj)
         if plural == "configmaps":
@@ -152,11 +178,28 @@ class Cluster:
 
     def _admit_pod(self, namespace: str, pod: dict) -> dict:
         pod = mutate_pod(self.webhook, namespace, pod)
+        configurations = self.store.peek_all("mutatingwebhookconfigurations")
+        if configurations:
+            stored = self.store.peek("namespaces", "", namespace) or {}
+            labels = (stored.get("metadata") or {}).get("labels") or {}
+            for hook in webhook_configurations.pod_create_webhooks(configurations):
+                if webhook_configurations.selects(hook, namespace, labels, pod):
+                    pod = mutate_pod(self._stored_webhook(hook), namespace, pod)
         validation.validate_name(RESOURCES["pods"], pod)
         priority.admit_pod_priority(pod, self.store)
         pods.prepare_pod_create(pod, self.now())
         validation.validate_pod_create(pod)
         return pod
+
+    def _stored_webhook(self, hook: dict) -> Webhook:
+        """One webhook of a stored configuration, its Service reached through
+        ``webhook_services``."""
+        service = (hook.get("clientConfig") or {}).get("service")
+        dial = None
+        if service is not None and service_host(service) in self.webhook_services:
+            dial = ("127.0.0.1", self.webhook_services[service_host(service)])
+        webhook = Webhook.from_configuration(hook, dial=dial)
+        return dataclasses.replace(webhook, faults=self.webhook_faults)
 
     def _require_namespace(self, namespace: str) -> None:
         try:
@@ -252,6 +295,10 @@ class Cluster:
                 validation.validate_config_map(new)
             if resource.plural == "leases":
                 leases.validate_lease(new)
+            if resource.plural == "secrets":
+                secret_rules.validate_update(current, secret_rules.prepare(new))
+            if resource.plural == "mutatingwebhookconfigurations":
+                webhook_configurations.validate(webhook_configurations.default(new))
             validate_custom(resource, new, current)
             validation.validate_labels(resource, new)
             if resource.plural == "priorityclasses":

@@ -21,12 +21,14 @@ apiextensions-apiserver's objectmeta.GetObjectMeta does with DropMalformedFields
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 
 from scheduler.api.quantity import kube_syntax_error
 from simcluster.api.errors import ApiError, bad_request
 from simcluster.api.resources import Resource
+from simcluster.api.validation import go_base64_decode, go_base64_error
 
 # Kubernetes objects are a few levels deep; a body nested deeper than this would make the
 # server's own copies and walks recurse past Python's limit (kube-apiserver's decoder stops at
@@ -65,6 +67,8 @@ INT32 = GoType("int32", "int", 32)
 INT64 = GoType("int64", "int", 64)
 ANY = GoType("interface {}", "any")
 QUANTITY = GoType("resource.Quantity", "quantity")
+# A []byte: JSON carries it as standard base64 (CR and LF skipped), written back canonical.
+BYTES = GoType("[]uint8", "bytes")
 
 
 def named(go: str) -> GoType:
@@ -177,18 +181,56 @@ def _object(go: str, **parts: GoType) -> GoType:
     return struct(go, {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT_META, **parts})
 
 
+LABEL_SELECTOR = struct(
+    "v1.LabelSelector",
+    {"matchLabels": STRING_MAP,
+     "matchExpressions": slice_of(struct("v1.LabelSelectorRequirement", {
+         "key": STRING, "operator": named("v1.LabelSelectorOperator"), "values": STRINGS}))},
+)  # fmt: skip
+# k8s.io/api admissionregistration/v1 (types.go): MutatingWebhook and what it holds.
+MUTATING_WEBHOOK = struct(
+    "v1.MutatingWebhook",
+    {"name": STRING,
+     "clientConfig": struct("v1.WebhookClientConfig", {
+         "url": STRING,
+         "service": struct("v1.ServiceReference", {
+             "namespace": STRING, "name": STRING, "path": STRING, "port": INT32}),
+         "caBundle": BYTES}),
+     "rules": slice_of(struct("v1.RuleWithOperations", {
+         "operations": slice_of(named("v1.OperationType")), "apiGroups": STRINGS,
+         "apiVersions": STRINGS, "resources": STRINGS, "scope": named("v1.ScopeType")})),
+     "failurePolicy": named("v1.FailurePolicyType"), "matchPolicy": named("v1.MatchPolicyType"),
+     "namespaceSelector": LABEL_SELECTOR, "objectSelector": LABEL_SELECTOR,
+     "sideEffects": named("v1.SideEffectClass"), "timeoutSeconds": INT32,
+     "admissionReviewVersions": STRINGS,
+     "reinvocationPolicy": named("v1.ReinvocationPolicyType"),
+     "matchConditions": slice_of(struct("v1.MatchCondition", {
+         "name": STRING, "expression": STRING}))},
+)  # fmt: skip
+
 # What each built-in resource decodes into; the others decode their metadata only.
 TYPES: dict[str, GoType] = {
     "pods": _object("v1.Pod", spec=POD_SPEC, status=POD_STATUS),
+    "secrets": _object(
+        "v1.Secret",
+        immutable=BOOL,
+        data=map_of(BYTES),
+        stringData=STRING_MAP,
+        type=named("v1.SecretType"),
+    ),
+    "mutatingwebhookconfigurations": _object(
+        "v1.MutatingWebhookConfiguration", webhooks=slice_of(MUTATING_WEBHOOK)
+    ),
 }
 
 
 @dataclass
 class _Decoding:
-    type_error: str = ""  # the first UnmarshalTypeError, saved; decoding goes on
+    type_error: str = ""  # the first UnmarshalTypeError (or base64 error), saved; decoding goes on
     stop_error: str = ""  # an unmarshaler's error: decoding stops there
     stop_field: str = ""
     type_field: str = ""
+    map_key: str | None = None  # the key of the map value being decoded, to name its field
 
 
 def decode(resource: Resource, obj: dict) -> dict:
@@ -261,6 +303,19 @@ def _walk(value: object, t: GoType, path: list[str], owner: str, state: _Decodin
         return value
     if kind == "string":
         return value if isinstance(value, str) else mismatch(_json_kind(value))
+    if kind == "bytes":
+        if not isinstance(value, str):
+            return mismatch(_json_kind(value))
+        raw = value.encode("utf-8", "surrogatepass")
+        decoded = go_base64_decode(raw)
+        if decoded is None:
+            # encoding/json saves base64.CorruptInputError as it is: no field in the message.
+            if not state.type_error:
+                state.type_error = f"illegal base64 data at input byte {go_base64_error(raw)}"
+                where = ".".join(path)
+                state.type_field = where if state.map_key is None else f"{where}[{state.map_key}]"
+            return ""
+        return base64.b64encode(decoded).decode()
     if kind == "bool":
         return value if isinstance(value, bool) else mismatch(_json_kind(value))
     if kind == "int":
@@ -283,7 +338,12 @@ def _walk(value: object, t: GoType, path: list[str], owner: str, state: _Decodin
         if not isinstance(value, dict):
             return mismatch(_json_kind(value))
         assert t.elem is not None
-        return {k: _element(v, t.elem, path, owner, state) for k, v in value.items()}
+        out_map = {}
+        for k, v in value.items():
+            state.map_key = k
+            out_map[k] = _element(v, t.elem, path, owner, state)
+        state.map_key = None
+        return out_map
     if kind == "struct":
         if not isinstance(value, dict):
             return mismatch(_json_kind(value))
@@ -309,7 +369,7 @@ def _element(value: object, t: GoType, path: list[str], owner: str, state: _Deco
 
 
 def _zero(t: GoType) -> object:
-    return {"string": "", "bool": False, "int": 0, "float": 0, "quantity": "0",
+    return {"string": "", "bytes": "", "bool": False, "int": 0, "float": 0, "quantity": "0",
             "struct": {}}.get(t.kind)  # fmt: skip
 
 

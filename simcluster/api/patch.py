@@ -42,6 +42,7 @@ MERGE_KEYS = {
     "podIPs": "ip",
     "hostAliases": "ip",
     "resourceClaims": "name",
+    "webhooks": "name",  # MutatingWebhookConfiguration
     "finalizers": None,  # a merged primitive list
 }
 

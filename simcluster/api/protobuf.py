@@ -1,9 +1,9 @@
 """Request bodies in Kubernetes' protobuf encoding, read into the JSON the API works on.
 
 kubectl's typed clients send ``Content-Type: application/vnd.kubernetes.protobuf`` for the
-objects its ``create`` generators build (``kubectl create namespace|configmap|priorityclass|
-poddisruptionbudget``) and, unlike for CBOR, client-go does not fall back to JSON on a 415. So
-the simulated API server reads them: the envelope (the magic ``k8s\\0``, then a
+objects its ``create`` generators build (``kubectl create namespace|configmap|secret|
+priorityclass|poddisruptionbudget``) and, unlike for CBOR, client-go does not fall back to JSON
+on a 415. So the simulated API server reads them: the envelope (the magic ``k8s\\0``, then a
 ``runtime.Unknown`` holding the TypeMeta and the object's bytes, k8s.io/apimachinery
 pkg/runtime/serializer/protobuf) and, for the kinds below, the object by the field numbers of
 their generated.proto (k8s.io/api core/v1, scheduling/v1, policy/v1; apimachinery meta/v1,
@@ -67,6 +67,13 @@ KINDS: dict[tuple[str, str], Message] = {
         4: ("immutable", "bool"),
         2: ("data", ("map", "string")),
         3: ("binaryData", ("map", "bytes")),
+    },
+    ("v1", "Secret"): {
+        1: ("metadata", OBJECT_META),
+        5: ("immutable", "bool"),
+        2: ("data", ("map", "bytes")),
+        4: ("stringData", ("map", "string")),
+        3: ("type", "string"),
     },
     ("scheduling.k8s.io/v1", "PriorityClass"): {
         1: ("metadata", OBJECT_META),

@@ -10,6 +10,7 @@ VOLCANO_GROUP_VERSION = f"{VOLCANO_GROUP}/{VOLCANO_VERSION}"
 SCHEDULING_GROUP = "scheduling.k8s.io"  # Kubernetes' own: PriorityClass
 POLICY_GROUP = "policy"  # Kubernetes' own: PodDisruptionBudget
 COORDINATION_GROUP = "coordination.k8s.io"  # Kubernetes' own: Lease (leader election)
+ADMISSION_GROUP = "admissionregistration.k8s.io"  # Kubernetes' own: webhook configurations
 CUSTOM_GROUPS = frozenset({VOLCANO_GROUP})  # served as CustomResourceDefinitions would be
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
@@ -45,6 +46,7 @@ RESOURCES: dict[str, Resource] = {
         Resource("pods", "Pod", "", "v1", True, ("po",), "pod", ("status", "binding", "eviction")),
         Resource("events", "Event", "", "v1", True, ("ev",), "event", ()),
         Resource("configmaps", "ConfigMap", "", "v1", True, ("cm",), "configmap", ()),
+        Resource("secrets", "Secret", "", "v1", True, (), "secret", ()),
         Resource("queues", "Queue", VOLCANO_GROUP, VOLCANO_VERSION, False, ("q",), "queue"),
         Resource(
             "podgroups", "PodGroup", VOLCANO_GROUP, VOLCANO_VERSION, True, ("pg",), "podgroup"
@@ -69,6 +71,17 @@ RESOURCES: dict[str, Resource] = {
             "poddisruptionbudget",
         ),
         Resource("leases", "Lease", COORDINATION_GROUP, "v1", True, (), "lease", ()),
+        Resource(
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            ADMISSION_GROUP,
+            "v1",
+            False,
+            (),
+            "mutatingwebhookconfiguration",
+            (),
+            ("api-extensions",),
+        ),
     )
 }
 
@@ -155,6 +168,8 @@ def _api_resource(resource: Resource) -> dict:
     }
     if resource.short_names:
         entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
     return entry
 
 

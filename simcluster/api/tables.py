@@ -210,6 +210,19 @@ COLUMNS: dict[str, list[Column]] = {
         AGE,
     ],
     "leases": [NAME, ("Holder", "string", 0, _field("spec", "holderIdentity", default="")), AGE],
+    # kubectl get secrets: NAME TYPE DATA AGE (pkg/printers/internalversion printSecret)
+    "secrets": [
+        NAME,
+        ("Type", "string", 0, _field("type", default="")),
+        ("Data", "integer", 0, lambda secret, now: len(secret.get("data") or {})),
+        AGE,
+    ],
+    # NAME WEBHOOKS AGE (printMutatingWebhook)
+    "mutatingwebhookconfigurations": [
+        NAME,
+        ("Webhooks", "integer", 0, lambda mwc, now: len(mwc.get("webhooks") or [])),
+        AGE,
+    ],
 }
 
 

@@ -93,7 +93,7 @@ def validate_config_map(obj: dict) -> None:
                 errors.append(invalid_field(f"data[{key}]", key, message))
             if isinstance(value, str):
                 raw = value.encode("utf-8", "surrogatepass")
-                total += len(_go_base64_decode(raw) or b"") if section == "binaryData" else len(raw)
+                total += len(go_base64_decode(raw) or b"") if section == "binaryData" else len(raw)
     if total > MAX_CONFIG_MAP_BYTES:
         # field.TooLong(field.NewPath(""), ...): the whole object, printed as "[]".
         errors.append(too_long_field("[]", MAX_CONFIG_MAP_BYTES))
@@ -110,8 +110,8 @@ def validate_binary_data_decode(resource: Resource, obj: dict) -> None:
         if not isinstance(value, str):
             continue
         raw = value.encode("utf-8", "surrogatepass")
-        if _go_base64_decode(raw) is None:
-            offset = _go_base64_error(raw)
+        if go_base64_decode(raw) is None:
+            offset = go_base64_error(raw)
             raise bad_request(
                 f'{resource.kind} in version "{resource.version}" cannot be handled as a '
                 f"{resource.kind}: illegal base64 data at input byte {offset}"
@@ -126,13 +126,13 @@ _NEWLINES = frozenset(b"\r\n")
 _GO_BASE64 = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
-def _go_base64_decode(src: bytes) -> bytes | None:
+def go_base64_decode(src: bytes) -> bytes | None:
     """What Go's base64.StdEncoding decodes ``src`` to, None where it refuses it."""
     stripped = src.replace(b"\r", b"").replace(b"\n", b"")
     return base64.b64decode(stripped) if _GO_BASE64.fullmatch(stripped) else None
 
 
-def _go_base64_error(src: bytes) -> int | None:
+def go_base64_error(src: bytes) -> int | None:
     """The input byte at which Go's base64.StdEncoding.Decode stops (its CorruptInputError),
     or None when it decodes: decodeQuantum's rules for padding, newlines and trailing bytes."""
     si, end = 0, len(src)

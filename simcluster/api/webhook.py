@@ -38,6 +38,9 @@ class Webhook:
     name: str = WEBHOOK_NAME
     ca_bundle: bytes = b""  # PEM certificates trusted for an https URL; empty: the system's
     dial: tuple[str, int] | None = None  # connect here instead of the URL's host and port
+    # A clientConfig.service's name: without ``dial`` the call fails as kube-apiserver's does
+    # for a Service with no endpoints (the simulated cluster has no DNS for ``*.svc``).
+    service: str = ""
     # Seeded faults (simcluster.faults): a call may time out without reaching the webhook.
     faults: Faults | None = field(default=None, compare=False, repr=False)
 
@@ -48,11 +51,12 @@ class Webhook:
         (port 443 by default), its ``caBundle`` (base64 of PEM), failurePolicy (default Fail)
         and timeoutSeconds (default 10)."""
         client_config = webhook.get("clientConfig") or {}
-        url = client_config.get("url")
+        url, service_name = client_config.get("url"), ""
         if not url:
             service = client_config["service"]
+            service_name = service["name"]
             url = (
-                f"https://{service['name']}.{service['namespace']}.svc:"
+                f"https://{service_host(service)}:"
                 f"{service.get('port', 443)}{service.get('path', '')}"
             )
         return cls(
@@ -62,7 +66,13 @@ class Webhook:
             name=webhook["name"],
             ca_bundle=base64.b64decode(client_config.get("caBundle") or ""),
             dial=dial,
+            service=service_name,
         )
+
+
+def service_host(service: dict) -> str:
+    """The name a ``clientConfig.service`` is called by, and its certificate must carry."""
+    return f"{service['name']}.{service['namespace']}.svc"
 
 
 def admission_review(resource: dict, kind: dict, namespace: str, obj: dict) -> dict:
@@ -117,6 +127,13 @@ def mutate_pod(webhook: Webhook | None, namespace: str, pod: dict) -> dict:
 
 
 def _call(webhook: Webhook, review: dict) -> dict:
+    if webhook.service and webhook.dial is None:
+        # k8s.io/apiserver pkg/util/proxy ResolveEndpoint's error for a Service without one
+        raise _call_failed(
+            webhook,
+            f'failed to call webhook: Post "{webhook.url}": '
+            f'no endpoints available for service "{webhook.service}"',
+        )
     try:
         body = json.loads(_post(webhook, json.dumps(review).encode()))
     except (OSError, ValueError, http.client.HTTPException) as error:

@@ -21,6 +21,15 @@ class Command(BaseCommand):
         parser.add_argument("--webhook-url", default="", help="mutating admission webhook for pods")
         parser.add_argument("--webhook-failure-policy", choices=["Fail", "Ignore"], default="Fail")
         parser.add_argument("--webhook-timeout", type=float, default=10.0, help="seconds")
+        parser.add_argument(
+            "--webhook-service",
+            action="append",
+            default=[],
+            metavar="NAME.NAMESPACE.svc=PORT",
+            help="call a MutatingWebhookConfiguration's clientConfig.service NAME in NAMESPACE "
+            "at 127.0.0.1:PORT (the simulated cluster's stand-in for the cluster's DNS); "
+            "repeatable",
+        )
         parser.add_argument("--autoscaler", choices=AUTOSCALERS, default="none")
         parser.add_argument(
             "--state",

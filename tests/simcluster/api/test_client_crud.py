@@ -27,10 +27,12 @@ def test_discovery_documents_list_core_and_volcano_resources(sim):
         "namespaces",
         "events",
         "configmaps",
+        "secrets",
     } <= names
     groups = http(sim.server.url, "GET", "/apis")[1]
     assert {g["name"] for g in groups["groups"]} == {
         GROUP, "scheduling.k8s.io", "policy", "coordination.k8s.io",
+        "admissionregistration.k8s.io",
     }  # fmt: skip
     volcano = http(sim.server.url, "GET", f"/apis/{GROUP}/{VERSION}")[1]
     assert {r["name"]: r["namespaced"] for r in volcano["resources"]}["queues"] is False
