@@ -25,6 +25,7 @@ from dashboard.tasks.history import store_cycle_report
 from dashboard.whatif import runner, sources
 from dashboard.whatif.models import Experiment
 from dashboard.whatif.spec import SpecError, loads, resolve_and_load
+from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from tests.e2e import harness
 from tests.e2e.harness import Harness
 
@@ -203,6 +204,18 @@ def test_a_recorded_window_exported_plays_the_same_twice_without_the_history(
     exported = tmp_path / "recorded.yaml"
     exported.write_text(spec.to_yaml())
     assert loads(exported.read_text()) == spec  # the file carries the pods and nodes themselves
+    # Played as recorded: the gang's PodGroup (minMember, queue, class) arrives with its pods.
+    scenario = runner.build_scenario(loads(exported.read_text()))
+    groups = [g for a in scenario.arrivals for g in a.podgroups]
+    assert [(g["metadata"]["name"], g["spec"]) for g in groups] == [
+        ("train", {"minMember": 3, "queue": "q", "priorityClassName": "high"})
+    ]
+    first = next(i for i, a in enumerate(scenario.arrivals) if a.podgroups)
+    members = {p["metadata"]["name"]: (i, p) for i, a in enumerate(scenario.arrivals)
+               for p in a.pods if p["metadata"]["name"].startswith("train")}  # fmt: skip
+    assert sorted(members) == ["train-0", "train-1", "train-2"]
+    for i, p in members.values():
+        assert p["metadata"]["annotations"][GROUP_NAME_ANNOTATION] == "train" and i >= first
 
     # Another machine: no history, no cluster.
     for model in (PodTransition, TrackedPod, QueueSample, LiveState, Cycle):
