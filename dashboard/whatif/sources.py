@@ -84,6 +84,7 @@ def resolve(data: Any, *, max_pods: int) -> Any:
     if isinstance(workload, dict) and isinstance(workload.get("recorded"), dict):
         recorded = workload["recorded"]
         if "pods" not in recorded:
+            _only(recorded, {"from", "to", "cluster"}, "workload.recorded")
             workload["recorded"] = record_window(
                 parse_when(recorded.get("from"), "workload.recorded.from"),
                 parse_when(recorded.get("to"), "workload.recorded.to"),
@@ -94,10 +95,18 @@ def resolve(data: Any, *, max_pods: int) -> Any:
     if isinstance(cluster, dict) and isinstance(cluster.get("connected"), dict):
         connected = cluster["connected"]
         if "nodes" not in connected:
+            _only(connected, {"nodeGroupMax"}, "cluster.connected")
             cluster["connected"] = copy_connected(
                 node_group_max=_int(connected.get("nodeGroupMax", 10), "cluster.connected")
             )
     return data
+
+
+def _only(data: dict, allowed: set[str], field: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise SourceError(f"{field}: unknown key(s) {', '.join(unknown)}; expected "
+                          f"{', '.join(sorted(allowed))}")  # fmt: skip
 
 
 def parse_when(value: Any, field: str) -> datetime:

@@ -146,6 +146,9 @@ def test_a_window_with_no_pods_is_refused_naming_the_field(recorded):
         resolve_and_load(text)
     with pytest.raises(sources.SourceError, match=r"workload\.recorded\.to: must be after"):
         sources.record_window(START, START)
+    with pytest.raises(SpecError, match=r"workload\.recorded: unknown key\(s\) form; expected "
+                       r"cluster, from, to"):  # fmt: skip
+        resolve_and_load(text.replace("from:", "form:"))
 
 
 def test_the_copy_of_the_connected_cluster_has_the_simulated_clusters_nodes(recorded):
