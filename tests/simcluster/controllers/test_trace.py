@@ -72,7 +72,21 @@ def test_gpu_shares_can_be_rounded_up_and_pods_opted_in():
 
 
 def test_the_builtin_openb_window_is_dense_enough_to_watch():
-    scenario = resolve("openb")
+    scenario = resolve("openb-window")
     assert scenario.pod_count() == 200
     assert scenario.arrivals[0].pods[0]["metadata"]["name"] == "openb-pod-7800"
     assert scenario.arrivals[-1].at < 20 * 60  # minutes, not months, of simulated time
+
+
+def test_the_builtin_openb_scenario_is_the_whole_trace_submitted_at_the_start():
+    scenario = resolve("openb")
+    assert len(scenario.nodes) == 1523 and scenario.pod_count() == 8152
+    assert [a.at for a in scenario.arrivals] == [0.0]
+    pods = scenario.arrivals[0].pods
+    assert pods[0]["metadata"]["name"] == "openb-pod-0000"
+    assert pods[-1]["metadata"]["name"] == "openb-pod-8151"
+    with open(POD_CSV, newline="") as handle:
+        last = list(csv.DictReader(handle))[-1]
+    # Run times are the trace's own (deletion - creation, not compressed).
+    lifetime = int(last["deletion_time"]) - int(last["creation_time"])
+    assert float(pods[-1]["metadata"]["annotations"]["sim.sluice.io/duration"]) == lifetime
