@@ -14,6 +14,7 @@ from scheduler.actions.eviction import (
     RECLAIMABLE_STATUSES,
     commit_if_pipelined,
     evict_on_nodes,
+    may_hold_after_evictions,
     may_preempt,
     pending_tasks,
     running_candidates,
@@ -76,6 +77,8 @@ def _reclaim_for(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
 
 def _predicate_nodes(ssn: Session, task: TaskInfo) -> list[NodeInfo]:
     """The nodes that pass the task's predicates, in the session's (name) order, as
-    Volcano's reclaim walks them."""
-    mask = ssn.predicate_mask(task)
+    Volcano's reclaim walks them; of those, only where evictions could make room for it
+    (``may_hold_after_evictions``: elsewhere Volcano's ValidateVictims refuses any victims)."""
+    vec = ssn.matrix.vector(task.fit_req)
+    mask = ssn.predicate_mask(task) & may_hold_after_evictions(ssn, vec)
     return [node for node in ssn.node_list if mask[node.index]]

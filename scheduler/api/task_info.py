@@ -18,7 +18,7 @@ from scheduler.api.helpers import (
     scheduling_gates,
     uid_of,
 )
-from scheduler.api.labels import GROUP_NAME_ANNOTATION
+from scheduler.api.labels import GROUP_NAME_ANNOTATION, PREEMPTABLE
 from scheduler.api.node_matching import pod_constraints
 from scheduler.api.quantity import PODS
 from scheduler.api.report import PodState
@@ -129,7 +129,7 @@ class TaskInfo:
     __slots__ = (
         "uid", "name", "namespace", "job_id", "pod", "status", "resreq", "init_resreq",
         "node_name", "priority", "creation", "sch_gated", "transaction", "last_transaction",
-        "best_effort", "node_req", "fit_req", "signature",
+        "best_effort", "node_req", "fit_req", "signature", "preemptable",
     )  # fmt: skip
 
     def __init__(self, pod: Mapping[str, Any], priority_classes: Mapping[str, int] | None = None):
@@ -158,6 +158,8 @@ class TaskInfo:
         self.last_transaction: TransactionContext | None = None
         # Hashable node constraints: pods that share it share one predicate mask per session.
         self.signature = pod_constraints(pod, obj=obj)
+        # Read once: preempt and reclaim ask it of every task on every node they try.
+        self.preemptable = pod_preemptable(pod)
 
     def clone(self) -> TaskInfo:
         t = TaskInfo.__new__(TaskInfo)
@@ -178,6 +180,16 @@ class TaskInfo:
 
     def __repr__(self) -> str:
         return f"Task({self.namespace}/{self.name} {self.status.value} {self.node_name})"
+
+
+def pod_preemptable(pod: Mapping[str, Any]) -> bool:
+    """``volcano.sh/preemptable`` (annotation, then label); a pod is preemptable by default,
+    and an unreadable value is false, as Volcano's GetPodPreemptable."""
+    metadata = meta(pod)
+    for source in (metadata.get("annotations") or {}, metadata.get("labels") or {}):
+        if PREEMPTABLE in source:
+            return str(source[PREEMPTABLE]).strip().lower() in {"true", "1", "t"}
+    return True
 
 
 def _pod_priority(spec: Mapping[str, Any], classes: Mapping[str, int], obj: str) -> int:

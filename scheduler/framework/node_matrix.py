@@ -27,6 +27,7 @@ class NodeMatrix:
             node.index = i
         self.allocatable = self._matrix(n.allocatable for n in self.nodes)
         self.idle = self._matrix(n.idle for n in self.nodes)
+        self.used = self._matrix(n.used for n in self.nodes)
         self.releasing = self._matrix(n.releasing for n in self.nodes)
         self.pipelined = self._matrix(n.pipelined for n in self.nodes)
         self.future = self.idle + self.releasing - self.pipelined
@@ -72,6 +73,7 @@ class NodeMatrix:
         row, index = node.index, self.dim_index
         for matrix, res in (
             (self.idle, node.idle),
+            (self.used, node.used),
             (self.releasing, node.releasing),
             (self.pipelined, node.pipelined),
         ):
