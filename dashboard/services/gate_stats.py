@@ -46,11 +46,16 @@ def add(counts: dict[str, int]) -> None:
         log.warning("gate counters not updated: %s", exc, extra={"object": "redis"})
 
 
+def read() -> dict[str, int]:
+    """Every counter (zero when never incremented); ``redis.RedisError`` when Redis does not
+    answer — for ``/metrics``, where zeros would read as a counter reset."""
+    values = {k.decode(): int(v) for k, v in broker_client().hgetall(KEY).items()}
+    return {name: values.get(name, 0) for name in COUNTERS}
+
+
 def snapshot() -> dict[str, int]:
     """Every counter (zero when never incremented); empty when Redis is unreachable."""
     try:
-        raw = broker_client().hgetall(KEY)
+        return read()
     except redis.RedisError:
         return {}
-    values = {k.decode(): int(v) for k, v in raw.items()}
-    return {name: values.get(name, 0) for name in COUNTERS}

@@ -31,8 +31,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     """The scheduler's figures as its cycles left them in Redis, the gate removal counters,
     and, against the simulated cluster, its autoscaler's. 503 when Redis does not answer:
     Prometheus then records the target as down rather than every series as gone."""
-    extra = [_gate_removals(), *_simulated_cluster()]
     try:
+        # inside the try: a counter read as 0 while Redis is slow is a reset to Prometheus
+        extra = [_gate_removals(), *_simulated_cluster()]
         body = metrics.exposition(broker_client(), extra)
     except redis.RedisError as exc:
         return HttpResponse(f"broker unreachable: {exc}\n", status=503, content_type="text/plain")
@@ -46,7 +47,7 @@ def _gate_removals() -> Metric:
         "what the gates workers met (removed, conflicts, gave_up, failed…)",
         labels=["outcome"],
     )
-    counts = gate_stats.snapshot()
+    counts = gate_stats.read()
     for outcome in gate_stats.COUNTERS:
         family.add_metric([outcome], float(counts.get(outcome, 0)))
     return family
