@@ -45,13 +45,8 @@ class Command(BaseCommand):
             response = admission.read_mutating_webhook_configuration(name, _preload_content=False)
             patch = ca_bundle_patch(json.loads(response.data), certificates.ca)
             if patch:
-                admission.api_client.call_api(
-                    f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{name}",
-                    "PATCH",
-                    header_params={"Content-Type": "application/json-patch+json"},
-                    body=patch,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
+                admission.patch_mutating_webhook_configuration(
+                    name, patch, _content_type="application/json-patch+json"
                 )
         except ApiException as exc:
             raise CommandError(f"MutatingWebhookConfiguration {name}: {exc.reason}") from exc
