@@ -5,12 +5,7 @@ caBundle, served by gunicorn run with the webhook Deployment's own command and s
 from __future__ import annotations
 
 import copy
-import http.client
-import os
-import secrets
 import ssl
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,10 +22,9 @@ from dashboard.webhook_certificate import (
 )
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from simcluster.api import Webhook
-from simcluster.api.webhook import mutate_pod
 from tests.builders import body, namespace, pod
-from tests.conftest import pick_free_port, poll
 from tests.deploy.manifests import find, render
+from tests.deploy.webhook_server import gates, serve_webhook
 from tests.simcluster.api.conftest import Sim, start_sim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,81 +60,15 @@ def certificates() -> WebhookCertificates:
 @pytest.fixture
 def webhook_server(sim: Sim, certificates: WebhookCertificates, tmp_path: Path):
     """gunicorn with the rendered webhook Deployment's command, environment and TLS files."""
-    docs = render("act")
-    (container,) = find(docs, "Deployment", "sluice-webhook")["spec"]["template"]["spec"][
-        "containers"
-    ]
-    tls = tmp_path / "tls"
-    tls.mkdir()
-    (tls / "tls.crt").write_bytes(certificates.certificate)
-    (tls / "tls.key").write_bytes(certificates.key)
-    port = pick_free_port()
-    command = list(container["command"])
-    assert command[0] == "gunicorn"
-    command[command.index("--bind") + 1] = f"127.0.0.1:{port}"
-    for flag, name in (("--certfile", "tls.crt"), ("--keyfile", "tls.key")):
-        mounted = Path(command[command.index(flag) + 1])
-        assert mounted.parent.as_posix() == container["volumeMounts"][0]["mountPath"]
-        command[command.index(flag) + 1] = str(tls / name)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SLUICE_", "DJANGO_", "SECURE_")) and k not in ("DEBUG",)
-    }
-    env.update(find(docs, "ConfigMap", "sluice-env")["data"])
-    env.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
-    env.update(
-        SECRET_KEY=secrets.token_urlsafe(50),
-        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        REDIS_URL=f"redis://127.0.0.1:{pick_free_port()}/0",
-        SLUICE_KUBECONFIG=str(sim.server.write_kubeconfig(tmp_path / "kubeconfig")),
-        SLUICE_RUN_DIR=str(tmp_path / "run"),
-    )
-    log = (tmp_path / "gunicorn.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", *command], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    try:
-
-        def answers() -> bool:
-            try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=1).connect()
-                return True
-            except OSError:
-                return process.poll() is not None
-
-        poll(answers, timeout=60, interval=0.2)
-        assert process.poll() is None, (tmp_path / "gunicorn.log").read_text()
-        # As the readiness probe would: the workers' first requests (imports, the kubernetes
-        # client) are not timed against the configuration's 3 s on this shared machine.
-        warm = Webhook(
-            "https://sluice-webhook.sluice.svc/webhooks/mutate-pods",
-            "Fail",
-            30.0,
-            ca_bundle=certificates.ca,
-            dial=("127.0.0.1", port),
-        )
-        for _ in range(4):
-            assert gates(mutate_pod(warm, "team", pod("warm", namespace="team")))
-        yield ("127.0.0.1", port)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    kubeconfig = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
+    with serve_webhook(kubeconfig, certificates, tmp_path) as address:
+        yield address
 
 
 def create_pod(sim: Sim, name: str, namespace: str = "team") -> dict:
     core = client.CoreV1Api(sim.api_client)
     core.create_namespaced_pod(namespace, body(pod(name, namespace=namespace)))
     return sim.store.get("pods", namespace, name)
-
-
-def gates(obj: dict) -> list[str]:
-    return [g["name"] for g in obj["spec"].get("schedulingGates") or []]
 
 
 def test_a_pod_is_gated_through_the_webhook_over_tls(sim, certificates, webhook_server):
