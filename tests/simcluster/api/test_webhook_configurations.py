@@ -17,9 +17,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from dashboard.management.commands.simcluster import Command
 from dashboard.webhook_certificate import WebhookCertificates, generate, service_dns_names
 from simcluster.api import Webhook
-from simcluster.api.app import parse_webhook_services
+from simcluster.api.app import SimClusterOptions, build, parse_webhook_services, start_journal
 from tests.builders import body, namespace, pod
 from tests.simcluster.api.conftest import Sim, start_sim
 from tests.simcluster.api.helpers import http
@@ -503,3 +504,40 @@ def test_the_simcluster_option_names_a_service_and_a_port() -> None:
     for bad in ("sluice-webhook=8443", "sluice-webhook.sluice.svc=", "a.b.svc=0", "a.b.c.svc=1"):
         with pytest.raises(ValueError, match="--webhook-service"):
             parse_webhook_services([bad])
+
+
+def test_manage_py_simcluster_passes_the_services_and_state_keeps_both_kinds(tmp_path) -> None:
+    """``--webhook-service`` reaches the cluster; ``--state`` brings Secrets and configurations
+    back after a stop."""
+    parsed = vars(
+        Command().create_parser("manage.py", "simcluster").parse_args(
+            ["--scenario", "empty", "--state", str(tmp_path / "state.json"),
+             "--webhook-service", "sluice-webhook.sluice.svc=8443",
+             "--webhook-service", "hook.hooks.svc=9443"]
+        )
+    )  # fmt: skip
+    fields = SimClusterOptions.__dataclass_fields__
+    options = SimClusterOptions(**{k: v for k, v in parsed.items() if k in fields})
+    first = build(options)
+    assert first.cluster.webhook_services == {
+        "sluice-webhook.sluice.svc": 8443,
+        "hook.hooks.svc": 9443,
+    }
+    start_journal(first)
+    first.cluster.create_object("namespaces", body(namespace("team")))
+    first.cluster.create_object(
+        "secrets", {"metadata": {"name": "s"}, "stringData": {"k": "v"}}, "team"
+    )
+    first.cluster.create_object("mutatingwebhookconfigurations", configuration("gate"))
+    first.stop()
+    again = build(options)
+    try:
+        assert again.store.get("secrets", "team", "s")["data"] == {"k": "dg=="}
+        assert (
+            again.store.get("mutatingwebhookconfigurations", "", "gate")["webhooks"][0][
+                "timeoutSeconds"
+            ]
+            == 10
+        )
+    finally:
+        again.stop()
