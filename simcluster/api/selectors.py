@@ -26,6 +26,7 @@ FIELDS: dict[str, set[str]] = {
         "type",
     },
     "namespaces": {"status.phase"},
+    "secrets": {"type"},  # pkg/registry/core/secret: SelectableFields
     "nodes": {"spec.unschedulable"},
 }
 

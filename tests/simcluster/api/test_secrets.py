@@ -123,6 +123,16 @@ def test_an_immutable_secret_keeps_its_data_and_stays_immutable(sim: Sim) -> Non
     assert sim.store.get("secrets", "default", "fixed")["data"] == {"k": b64("v")}
 
 
+def test_secrets_are_listed_by_their_type_field(sim: Sim) -> None:
+    tls = secret("web-tls", type="kubernetes.io/tls", data={"tls.crt": "", "tls.key": ""})
+    for created in (tls, secret("plain", data={"k": b64("v")})):
+        assert http(sim.server.url, "POST", PATH, created)[0] == 201
+    listed = sim.core.list_namespaced_secret("default", field_selector="type=kubernetes.io/tls")
+    assert [s.metadata.name for s in listed.items] == ["web-tls"]
+    others = sim.core.list_secret_for_all_namespaces(field_selector="type!=kubernetes.io/tls")
+    assert [s.metadata.name for s in others.items] == ["plain"]
+
+
 def test_a_value_of_the_wrong_json_type_is_the_decoders_400(sim: Sim) -> None:
     status, answer = http(sim.server.url, "POST", PATH, secret("typed", data={"k": 3}))
     assert status == 400
