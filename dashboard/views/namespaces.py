@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpRequest, HttpResponse
@@ -18,6 +19,15 @@ from dashboard.views.common import render_page
 
 PERMISSION = "dashboard.toggle_namespace_opt_in"
 AUDIT_ROWS = 20
+OBSERVE_MODE = (
+    "Sluice runs in observe mode: it writes nothing to the cluster (the observe overlay's "
+    "role may not label a namespace) and no webhook gates pods. Opt namespaces in once the "
+    "act overlay is applied, or label them with kubectl."
+)
+
+
+def _acting() -> bool:
+    return settings.SLUICE_MODE == "act"
 
 
 def namespaces(request: HttpRequest) -> HttpResponse:
@@ -31,7 +41,8 @@ def namespaces(request: HttpRequest) -> HttpResponse:
     context = {
         "namespaces": rows,
         "error": error,
-        "can_toggle": request.user.has_perm(PERMISSION),
+        "can_toggle": _acting() and request.user.has_perm(PERMISSION),
+        "observe_mode": not _acting(),
         "changes": NamespaceOptInChange.objects.select_related("changed_by")[:AUDIT_ROWS],
     }
     return render_page(request, "dashboard/namespaces.html", context, partials=("live",))
@@ -43,8 +54,12 @@ def namespace_toggle(request: HttpRequest, name: str) -> HttpResponse:
     """GET asks for confirmation; POST labels the namespace and records who did it.
 
     A namespace that does not exist is a 404 saying so, on GET and on POST; any other failure
-    of the cluster is said in words with the status it deserves (``ClusterError.status``)."""
+    of the cluster is said in words with the status it deserves (``ClusterError.status``).
+    In observe mode nothing is sent to the cluster: 409, saying why."""
     enabled = request.POST.get("enabled", request.GET.get("enabled")) == "true"
+    if not _acting():
+        context = {"name": name, "enabled": enabled, "observe_mode": OBSERVE_MODE}
+        return render(request, "dashboard/namespace_toggle.html", context, status=409)
     form = NamespaceOptInForm(request.POST or None, initial={"enabled": enabled})
     error, status, missing = "", 200, False
     try:

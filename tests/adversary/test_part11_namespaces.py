@@ -23,6 +23,12 @@ pytestmark = pytest.mark.django_db
 RAW = ("ApiException", "HTTP response headers", "HTTPConnectionPool", "Traceback", "urllib3")
 
 
+@pytest.fixture(autouse=True)
+def acting(settings):
+    """The toggle writes to the cluster: it is offered in act mode only (observe mode: 409)."""
+    settings.SLUICE_MODE = "act"
+
+
 @pytest.fixture
 def cluster(settings, sim, tmp_path):  # noqa: F811
     settings.SLUICE_KUBECONFIG = str(sim.server.write_kubeconfig(tmp_path / "kubeconfig"))

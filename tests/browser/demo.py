@@ -46,7 +46,8 @@ def demo_cluster(
     demo.server.write_kubeconfig(kubeconfig)
     demo.attach_admission()
     try:
-        with override_settings(SLUICE_KUBECONFIG=str(kubeconfig)):
+        # act: the demo gates, binds and evicts; the pages offer what act mode offers
+        with override_settings(SLUICE_KUBECONFIG=str(kubeconfig), SLUICE_MODE="act"):
             kube.api_client.cache_clear()  # the webhook reads namespace labels through it
             demo.step(seconds)
             yield demo

@@ -27,6 +27,12 @@ from tests.scheduler.conftest import sim  # noqa: F401 - sim is a fixture
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def acting(settings):
+    """The toggle writes to the cluster: it is offered in act mode only (observe mode: 409)."""
+    settings.SLUICE_MODE = "act"
+
+
 @pytest.fixture
 def cluster(settings, sim, tmp_path):  # noqa: F811
     settings.SLUICE_KUBECONFIG = str(sim.server.write_kubeconfig(tmp_path / "kubeconfig"))
