@@ -4,6 +4,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 
+from dashboard.health import broker_status_for_pages
 from dashboard.selectors.live import queue_names
 from dashboard.selectors.scheduler_state import SchedulerState, scheduler_state
 from dashboard.views.common import cluster_now
@@ -44,12 +45,14 @@ class KnownQueues:
 
 
 def scheduler_failure(request: HttpRequest) -> dict:
-    """What the scheduler last reported about itself, for the banner on every page:
+    """What the scheduler last reported about itself, for the banner on every page (and
+    ``broker``, whether Redis answers: ``dashboard.health.broker_status_for_pages``):
     ``scheduler`` (a ``SchedulerState``: its latest cycle, mode, period, whether it stopped)
     and ``cycle_failure``, set while its latest cycle failed; ``queues_known``, the queues its
     latest cycle saw (``KnownQueues``). Each is read only when a template asks."""
     state = SimpleLazyObject(_state)
     return {
+        "broker": SimpleLazyObject(broker_status_for_pages),  # Redis: down is said on the banner
         "scheduler": state,
         "cycle_failure": SimpleLazyObject(lambda: state.failure),
         "queues_known": SimpleLazyObject(KnownQueues),

@@ -3,7 +3,8 @@
 - ``/healthz``: liveness. The web process serves requests; it reads nothing (no database, no
   broker, no cluster), so it answers in about a millisecond whatever else is down.
 - ``/healthz/ready``: readiness. The database and the broker (Redis) answer, each within
-  ``HEALTH_TIMEOUT_S``; 503 otherwise, saying which and why.
+  ``HEALTH_TIMEOUT_S``; 503 otherwise, saying which and why (``message``). The pages' banner
+  says so too while Redis does not answer (``broker_status_for_pages``).
 - ``/healthz/scheduler``: for alerts. The scheduler leader beats and its cycles succeed (503
   otherwise, saying which and since when), with the Celery workers and beat for context.
 
@@ -23,6 +24,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 from django.conf import settings
@@ -143,12 +145,42 @@ class _DatabaseProbe:
 _database_probe = _DatabaseProbe()
 
 
+def broker_where() -> str:
+    """The broker's host and port (never its password)."""
+    url = urlsplit(settings.CELERY_BROKER_URL)
+    return f"{url.hostname or 'localhost'}:{url.port or 6379}"
+
+
 def broker_status() -> dict[str, Any]:
+    """``reachable``; when not, ``error`` and ``message`` (naming Redis, where it is expected,
+    and what waits for it)."""
     try:
         health_client().ping()
         return {"reachable": True}
     except _REDIS_ERRORS as exc:
-        return {"reachable": False, "error": str(exc)}
+        return {
+            "reachable": False,
+            "error": str(exc),
+            "message": f"Redis (the Celery broker, {broker_where()}) does not answer: {exc}",
+        }
+
+
+# The pages' banner asks at most this often per process: a page, or the banner's refresh, costs
+# no round trip to Redis most of the time, and at most HEALTH_TIMEOUT_S when it does not answer.
+BROKER_STATUS_CACHE_S = 2.0
+_page_broker_status: tuple[float, str, dict[str, Any]] | None = None
+
+
+def broker_status_for_pages() -> dict[str, Any]:
+    """``broker_status()``, as read less than ``BROKER_STATUS_CACHE_S`` ago by this process."""
+    global _page_broker_status
+    now, url = time.monotonic(), settings.CELERY_BROKER_URL
+    cached = _page_broker_status
+    if cached is not None and cached[1] == url and now - cached[0] < BROKER_STATUS_CACHE_S:
+        return cached[2]
+    status = broker_status()
+    _page_broker_status = (now, url, status)
+    return status
 
 
 def readiness() -> tuple[dict[str, Any], bool]:
@@ -162,6 +194,11 @@ def readiness() -> tuple[dict[str, Any], bool]:
     report["broker"] = broker
     ready = report["database"]["reachable"] and report["broker"]["reachable"]
     report["status"] = "ready" if ready else "unavailable"
+    if not ready:
+        down = [report["broker"]["message"]] if not report["broker"]["reachable"] else []
+        if not report["database"]["reachable"]:
+            down.insert(0, f"the database does not answer: {report['database']['error']}")
+        report["message"] = "; ".join(down)
     return report, ready
 
 

@@ -6,6 +6,7 @@ import importlib.util
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -191,6 +192,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # (every 2 s at first, then up to every 30 s: kombu's Connection.ensure_connection) instead of
 # exiting after 100 attempts, Celery's default.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# kombu's Redis transport, made to survive a Redis restart while a worker holds unacknowledged
+# messages (dashboard.celery.RedisChannel). Other schemes (rediss, sentinel) keep kombu's own.
+if urlsplit(REDIS_URL).scheme == "redis":
+    CELERY_BROKER_TRANSPORT = "dashboard.celery:RedisTransport"
 # A task that must not be lost (a gate removal, a cycle's history) is acknowledged after it ran
 # (acks_late, reject_on_worker_lost: dashboard/tasks/gates.py and history.py). A worker killed
 # while running one leaves the message in Redis's unacked set; a worker restores it once it is

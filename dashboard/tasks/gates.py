@@ -11,14 +11,16 @@ worker killed while running it leaves the message to another (``acks_late``).
 from __future__ import annotations
 
 import logging
+import threading
 
 import urllib3
 from celery import shared_task
 
 from dashboard import kube
 from dashboard.services import gate_stats
+from dashboard.tasks import sending
 from scheduler.kube.client import ApiError, KubeClusterClient
-from scheduler.kube.gate_pool import RETRIED
+from scheduler.kube.gate_pool import RETRIED, GateRemovalPool
 from scheduler.kube.gates import GateRemoval
 from scheduler.kube.gates import remove_gate as remove_gate_now
 
@@ -76,5 +78,25 @@ def remove_gate(
 
 
 def queue_gate_removal(namespace: str, name: str, uid: str, reserved_at: str | None = None) -> None:
-    """The scheduling cycle's GateRemover under Celery: send, never wait."""
-    remove_gate.apply_async((namespace, name, uid, reserved_at), queue="gates")
+    """The scheduling cycle's GateRemover under Celery: send, never wait. While the broker
+    does not take it (Redis restarting), this process's own pool removes the gate, as the
+    ``schedule`` command's does (``dashboard.tasks.sending``)."""
+    args = (namespace, name, uid, reserved_at)
+    if not sending.send(remove_gate, args, queue="gates"):
+        _fallback_pool().submit(*args)
+
+
+_pool_lock = threading.Lock()
+_pool: tuple[object, GateRemovalPool] | None = None
+
+
+def _fallback_pool() -> GateRemovalPool:
+    """The in-process pool for the current cluster client (made again when it changes)."""
+    global _pool
+    api = kube.api_client()
+    with _pool_lock:
+        if _pool is None or _pool[0] is not api:
+            if _pool is not None:
+                _pool[1].shutdown()
+            _pool = (api, GateRemovalPool(KubeClusterClient(api)))
+        return _pool[1]

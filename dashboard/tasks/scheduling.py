@@ -50,7 +50,7 @@ from collections.abc import Callable
 import redis
 from celery import current_task, shared_task
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from kubernetes.config import ConfigException
 
 from dashboard import kube, metrics
@@ -59,6 +59,7 @@ from dashboard.leader import election_config
 from dashboard.services import gate_stats
 from dashboard.services.heartbeat import LeaderHeartbeat, worker_identity
 from dashboard.services.locking import run_exclusively
+from dashboard.tasks import sending
 from dashboard.tasks.admission import (
     scheduler_admission,
     scheduler_config,
@@ -156,7 +157,13 @@ def _record(client: redis.Redis, report: CycleReport) -> dict:
     gate_stats.add(report.gates)
     metrics.record_cycle(client, report)  # /metrics (dashboard.metrics)
     # History and the pages' live state; a failed cycle too, so the pages and /healthz say so.
-    store_cycle_report.delay(report.to_json())
+    data = report.to_json()
+    if not sending.send(store_cycle_report, (data,)):
+        # The broker is down (Redis restarting): stored here, the database does not need it.
+        try:
+            store_cycle_report(data)
+        except DatabaseError as exc:
+            log.warning("cycle not stored: %s", exc, extra={"object": "history"})
     summary = {
         "duration_ms": round(report.duration_s * 1000, 2),
         "decisions": len(report.transitions),
