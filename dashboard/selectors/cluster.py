@@ -188,11 +188,17 @@ def queue_specs() -> dict[str, dict]:
 
 
 def scale_up_records() -> list[dict]:
-    """The simulated autoscalers' records on the nodes they added, newest first."""
-    nodes = cluster_call("list nodes", core_api().list_node).items
+    """The simulated autoscalers' records on the nodes they added, newest first. The nodes are
+    read as the API's JSON, not as the generated client's models: at a few thousand nodes
+    building those models took seconds of a page view."""
+
+    def list_nodes(**kw):
+        return core_api().list_node(_preload_content=False, **kw)
+
+    nodes = json.loads(cluster_call("list nodes", list_nodes).data).get("items") or []
     records = []
     for node in nodes:
-        raw = (node.metadata.annotations or {}).get(SCALE_UP_ANNOTATION)
+        raw = ((node.get("metadata") or {}).get("annotations") or {}).get(SCALE_UP_ANNOTATION)
         if not raw:
             continue
         try:
@@ -205,8 +211,17 @@ def scale_up_records() -> list[dict]:
 
 
 def autoscaler_events(limit: int = 200) -> list[dict]:
-    """Scale-up, no-scale-up and scale-down events, newest first."""
-    items = cluster_call("list events", core_api().list_event_for_all_namespaces).items
+    """Scale-up, no-scale-up and scale-down events, newest first: one request per reason with
+    a ``reason=`` field selector (kube-apiserver's, for events), never every event of the
+    cluster (a scheduler writes several per pod)."""
+    items = []
+    for reason in sorted(AUTOSCALER_REASONS):
+        items += cluster_call(
+            "list events",
+            lambda reason=reason, **kw: core_api().list_event_for_all_namespaces(
+                field_selector=f"reason={reason}", **kw
+            ),
+        ).items
     events = []
     for e in items:
         if e.reason not in AUTOSCALER_REASONS:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from dashboard.models import Cycle, PodTransition, QueueSample
@@ -43,10 +43,42 @@ def cycle_list(*, filters: CycleFilter, page: int | str = 1) -> Page:
     return Paginator(cycles.order_by("-started_at"), PAGE_SIZE).get_page(page)
 
 
-def cycle_transitions(cycle_ids: list[int]) -> dict[int, list[PodTransition]]:
-    by_cycle: dict[int, list[PodTransition]] = {}
-    for t in PodTransition.objects.filter(cycle_id__in=cycle_ids).order_by("id"):
-        by_cycle.setdefault(t.cycle_id, []).append(t)
+TRANSITIONS_SHOWN = 20  # per cycle on a page of cycles
+
+
+@dataclass(frozen=True)
+class CycleTransitions:
+    """The first transitions of a cycle (those of the pods a filter names first), and how many
+    the cycle made: a cycle that placed a backlog made thousands, and a page of 50 such cycles
+    listing them all was megabytes of HTML and seconds of rendering."""
+
+    shown: list[PodTransition]
+    total: int
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.shown)
+
+
+def cycle_transitions(
+    cycle_ids: list[int], pod: str = "", limit: int = TRANSITIONS_SHOWN
+) -> dict[int, CycleTransitions]:
+    totals = dict(
+        PodTransition.objects.filter(cycle_id__in=cycle_ids)
+        .values_list("cycle_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    by_cycle = {}
+    for cycle_id, total in totals.items():
+        of_cycle = PodTransition.objects.filter(cycle_id=cycle_id).order_by("id")
+        shown: list[PodTransition] = []
+        if pod:
+            shown = list(of_cycle.filter(Q(name__icontains=pod) | Q(uid=pod))[:limit])
+        if len(shown) < limit:
+            taken = [t.id for t in shown]
+            shown += list(of_cycle.exclude(id__in=taken)[: limit - len(shown)])
+        by_cycle[cycle_id] = CycleTransitions(shown, total)
     return by_cycle
 
 

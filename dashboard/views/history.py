@@ -20,7 +20,7 @@ def history(request: HttpRequest) -> HttpResponse:
     form = CycleFilterForm(request.GET or None)
     filters = CycleFilter(**form.cleaned_data) if form.is_valid() else CycleFilter()
     page = cycle_list(filters=filters, page=request.GET.get("page", 1))
-    transitions = cycle_transitions([c.id for c in page.object_list])
+    transitions = cycle_transitions([c.id for c in page.object_list], pod=filters.pod)
     ranges = range_context(request)
     series = cycle_series(ranges["range"], cluster_now())
     query = request.GET.copy()

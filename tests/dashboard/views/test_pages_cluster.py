@@ -180,3 +180,29 @@ def test_autoscaler_page_without_records_has_an_empty_state(client, cluster):
     page = client.get("/autoscaler/").content.decode()
 
     assert "No node carries a scale-up record" in page
+
+
+def test_autoscaler_page_asks_the_cluster_for_autoscaler_events_only(client, cluster, monkeypatch):
+    """A scheduler writes several events per pod: the page lists events by reason (a field
+    selector) and never every event of the cluster."""
+    for i, reason in enumerate(["TriggeredScaleUp", "Scheduled", "Scheduled", "FailedScheduling"]):
+        cluster.core.create_namespaced_event("research", {
+            "metadata": {"name": f"e{i}", "namespace": "research"},
+            "involvedObject": {"kind": "Pod", "namespace": "research", "name": f"p{i}"},
+            "reason": reason, "message": f"{reason} for p{i}", "type": "Normal",
+            "lastTimestamp": "2026-01-01T00:00:00Z",
+        })  # fmt: skip
+    lists = []
+    list_page = cluster.cluster.list_page
+
+    def recording(plural, namespace, labels, fields, **kw):
+        lists.append((plural, fields))
+        return list_page(plural, namespace, labels, fields, **kw)
+
+    monkeypatch.setattr(cluster.cluster, "list_page", recording)
+
+    page = client.get("/autoscaler/").content.decode()
+
+    assert "TriggeredScaleUp for p0" in page and "Scheduled for p1" not in page
+    events = [fields for plural, fields in lists if plural == "events"]
+    assert events and all((fields or "").startswith("reason=") for fields in events)
