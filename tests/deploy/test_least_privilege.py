@@ -17,8 +17,9 @@ import yaml
 from django.test import override_settings
 
 from dashboard import kube
+from dashboard.tasks.admission import scheduler_config_source
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
-from scheduler.config import default_config
+from scheduler.config import DEFAULT_CONFIG_YAML, default_config
 from scheduler.kube.leader import ElectionConfig, LeaderElector
 from scheduler.service import SchedulerService
 from simcluster.api.audit import RequestAttributes
@@ -82,6 +83,27 @@ def campaign(demo: harness.Harness, env: dict[str, str]) -> None:
     assert leader.release()
 
 
+# Where README (Run it on your cluster) has the scheduler read Volcano's configuration.
+VOLCANO_CONFIGMAP = "volcano-system/volcano-scheduler-configmap"
+
+
+def read_configuration(demo: harness.Harness, where: str = VOLCANO_CONFIGMAP) -> None:
+    """The scheduler worker's read of its configuration from Volcano's ConfigMap, as Volcano's
+    Helm chart installs it (``SLUICE_SCHEDULER_CONFIGMAP``)."""
+    namespace_name, name = where.split("/")
+    demo.cluster.create_object("namespaces", body(namespace(namespace_name)))
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace_name},
+        "data": {"volcano-scheduler.conf": DEFAULT_CONFIG_YAML},
+    }
+    demo.cluster.create_object("configmaps", configmap, namespace_name)
+    with override_settings(SLUICE_SCHEDULER_CONF="", SLUICE_SCHEDULER_CONFIGMAP=where):
+        source = scheduler_config_source(demo.api)
+    assert source is not None and source.changed() == DEFAULT_CONFIG_YAML
+
+
 def play_demo(live_server, tmp_path, client, *, act: bool) -> Recorder:
     overlay = "act" if act else "observe"
     scenario = yaml.safe_load((SCENARIO_DIR / "demo.yaml").read_text())
@@ -105,6 +127,7 @@ def play_demo(live_server, tmp_path, client, *, act: bool) -> Recorder:
             # Sluice's own namespace, as the overlay's Namespace object makes it
             demo.cluster.create_object("namespaces", body(namespace("sluice")))
             campaign(demo, rendered_env(overlay))
+            read_configuration(demo)
             for _ in range(DEMO_SECONDS):
                 demo.sim.step(demo.clock.now())
                 demo.settle()
