@@ -269,3 +269,4 @@ class SchedulerService:
             self.cache.async_writes.shutdown(wait=True)
         if self.cache.cycle_writes is not None:
             self.cache.cycle_writes.shutdown(wait=True)
+        self.cluster.close()  # the binds' own connections (scheduler.kube.transport)

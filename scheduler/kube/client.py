@@ -8,6 +8,7 @@ deserialisation is slow and, for a Binding, fails on a valid answer. API errors 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from kubernetes.client.rest import ApiException
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE, QUEUE_RESERVATION_ANNOTATION
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.resources import VOLCANO_GROUP, VOLCANO_VERSION
+from scheduler.kube.transport import direct_rest
 
 Obj = Mapping[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -85,6 +87,23 @@ def gate_removal_patch(
 
 
 CONFLICT_RETRIES = 3  # client-go's retry.DefaultRetry has five steps; a bind should not wait long
+# client-go's rest.Request: an answer 429 or 5xx carrying Retry-After is sent again after that
+# many seconds, at most maxRetries (10) times (checkWait, request.go). A cycle waits for its
+# binds, so one wait is bounded here.
+RETRY_AFTER_TRIES = 10
+RETRY_AFTER_MAX_S = 10.0
+
+
+def retry_after(status: int, header: str | None) -> float | None:
+    """Seconds to wait before sending a refused request again, as client-go's ``checkWait``:
+    only a 429 or 5xx answer with a Retry-After of whole seconds; None: do not retry."""
+    if status != 429 and status < 500:
+        return None
+    try:
+        seconds = int((header or "").strip())
+    except ValueError:
+        return None
+    return min(max(seconds, 0), RETRY_AFTER_MAX_S)
 
 
 class KubeClusterClient:
@@ -102,6 +121,10 @@ class KubeClusterClient:
         self.custom = client.CustomObjectsApi(api)
         self.component = component
         self.limiter = limiter or TokenBucket()  # --kube-api-qps / --kube-api-burst
+        # Binds' own connections (scheduler.kube.transport), None where the REST layer must
+        # serve them (a proxy...). Fencing (scheduler.kube.leader) wraps it as it wraps ``api``.
+        self.direct: Any = direct_rest(api)
+        self.sleep: Callable[[float], None] = time.sleep
 
     def keep_connections(self, count: int) -> None:
         """Keep up to ``count`` connections to the API server open for reuse (urllib3's pool
@@ -150,28 +173,50 @@ class KubeClusterClient:
         self._post(f"pod {namespace}/{name}", path, body)
 
     def _post(self, what: str, path: str, body: dict) -> bytes:
-        """POST a JSON body through the client's REST layer (its connection pool, TLS, auth
-        and any fencing wrapper), without the generated API method's validation and
-        serialization: a third of a bind's time in the client, and binds are most of what a
-        cycle writes. Errors raise as ``_request``'s do."""
-        self.limiter.acquire()
+        """POST a JSON body over the binds' own connections (``self.direct``), else through
+        the client's REST layer, without the generated API method's validation and
+        serialization. Same TLS, auth headers and fencing; each request takes a token of the
+        QPS limiter; a 429/5xx with Retry-After is sent again after it (client-go); other
+        errors raise as ``_request``'s do."""
         configuration = self.api.configuration
-        headers = {**self.api.default_headers, "Content-Type": "application/json",
-                   "Accept": "application/json"}  # fmt: skip
-        for setting in configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        response = self.api.rest_client.request(
-            "POST", configuration.host + path, headers=headers, body=body
-        )
-        data = response.read()
-        release = getattr(response.response, "release_conn", None)
-        if release is not None:
-            release()
-        if not 200 <= response.status < 300:
-            _raise(ApiException(status=response.status, reason=response.reason,
-                                body=data.decode(errors="replace")), what)  # fmt: skip
-        return data
+        data = json.dumps(body, separators=(",", ":")).encode()
+        url = configuration.host + path
+        for attempt in range(RETRY_AFTER_TRIES + 1):
+            self.limiter.acquire()
+            headers = {**self.api.default_headers, "Content-Type": "application/json",
+                       "Accept": "application/json"}  # fmt: skip
+            for setting in configuration.auth_settings().values():
+                if setting.get("in") == "header" and setting.get("value"):
+                    headers[setting["key"]] = setting["value"]
+            status, reason, answer, wait = self._send_post(url, headers, body, data)
+            if 200 <= status < 300:
+                return answer
+            if wait is None or attempt == RETRY_AFTER_TRIES:
+                break
+            self.sleep(wait)
+        _raise(ApiException(status=status, reason=reason,
+                            body=answer.decode(errors="replace")), what)  # fmt: skip
+
+    def _send_post(
+        self, url: str, headers: dict[str, str], body: dict, data: bytes
+    ) -> tuple[int, str, bytes, float | None]:
+        if self.direct is not None:
+            response = self.direct.request("POST", url, headers=headers, body=data)
+            answer = response.data
+            later = response.getheader("Retry-After")
+        else:
+            response = self.api.rest_client.request("POST", url, headers=headers, body=body)
+            answer = response.read()
+            later = response.getheader("Retry-After")
+            release = getattr(response.response, "release_conn", None)
+            if release is not None:
+                release()
+        return response.status, response.reason, answer, retry_after(response.status, later)
+
+    def close(self) -> None:
+        """Close the binds' own connections (the ApiClient's pool is its owner's to close)."""
+        if self.direct is not None:
+            self.direct.close()
 
     def evict(self, pod: Obj, reason: str) -> None:
         namespace, name = _meta(pod)

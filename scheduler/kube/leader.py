@@ -461,10 +461,13 @@ def _reason(exc: ApiException) -> str:
 
 def fence_cluster_client(cluster: KubeClusterClient, leading: Callable[[], bool]) -> list[int]:
     """Route every request of ``cluster`` through :func:`fenced_api_client` (in place: whoever
-    holds it — the cycle, the cache's write pools, the gate pool — is fenced). Returns the
-    count of refused writes (one cell)."""
+    holds it — the cycle, the cache's write pools, the gate pool — is fenced), and the binds'
+    own connections (``cluster.direct``) the same way. Returns the count of refused writes
+    (one cell)."""
     fenced, refused = fenced_api_client(cluster.api, leading)
     cluster.api = fenced
     cluster.core = client.CoreV1Api(fenced)
     cluster.custom = client.CustomObjectsApi(fenced)
+    if cluster.direct is not None:
+        cluster.direct = _FencedRest(cluster.direct, leading, refused)
     return refused
