@@ -6,10 +6,12 @@ names, so a dashboard built for vc-scheduler keeps working:
 - ``pkg/scheduler/metrics/metrics.go`` (Volcano, pinned commit ed72c7c8): the e2e and action
   latency histograms (milliseconds, ``prometheus.ExponentialBucketsRange`` buckets),
   ``volcano_schedule_attempts_total{result}``, ``volcano_pod_preemption_victims``,
-  ``volcano_unschedule_job_count`` and ``volcano_unschedule_task_count{job_id}``;
-- ``pkg/scheduler/metrics/queue.go``: ``volcano_queue_{allocated,deserved,capacity,
-  real_capacity,inqueue}_{milli_cpu,memory_bytes,scalar_resources}``, ``volcano_queue_share``
-  and ``volcano_queue_overused``, all labelled ``queue_name`` (and ``resource``);
+  ``volcano_total_preemption_attempts``, ``volcano_unschedule_job_count`` and
+  ``volcano_unschedule_task_count{job_id}``;
+- ``pkg/scheduler/metrics/queue.go``: ``volcano_queue_{allocated,request,deserved,capacity,
+  real_capacity,inqueue}_{milli_cpu,memory_bytes,scalar_resources}``, ``volcano_queue_share``,
+  ``volcano_queue_weight`` and ``volcano_queue_overused``, all labelled ``queue_name`` (and
+  ``resource``);
 - ``pkg/controllers/metrics/queue.go`` (vc-controller-manager, from the queue's status):
   ``volcano_queue_pod_group_{inqueue,pending,running,unknown,completed}_count{queue_name}``.
 
@@ -121,6 +123,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         seed=tuple((r,) for r in RESULTS),
     ),
     Definition("volcano_pod_preemption_victims", "gauge", "Number of selected preemption victims"),
+    # A counter whose name does not end in _total: exposed as client_golang does, as is.
+    Definition(
+        "volcano_total_preemption_attempts",
+        "counter",
+        "Total preemption attempts in the cluster till now",
+    ),
     Definition("volcano_unschedule_job_count", "gauge", "Number of jobs could not be scheduled"),
     Definition(
         "volcano_unschedule_task_count",
@@ -130,11 +138,13 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     # Volcano, pkg/scheduler/metrics/queue.go
     *_queue_resource("allocated", "Allocated"),
+    *_queue_resource("request", "Request"),
     *_queue_resource("deserved", "Deserved"),
     *_queue_resource("capacity", "Capacity"),
     *_queue_resource("real_capacity", "Real capacity"),
     *_queue_resource("inqueue", "Inqueue (admitted but not yet running jobs)"),
     Definition("volcano_queue_share", "gauge", "Share for one queue", ("queue_name",)),
+    Definition("volcano_queue_weight", "gauge", "Weight for one queue", ("queue_name",)),
     Definition("volcano_queue_overused", "gauge", "If one queue is overused", ("queue_name",)),
     # Volcano, pkg/controllers/metrics/queue.go
     *(
@@ -254,6 +264,7 @@ def derive(report: CycleReport, gate_removed_at: Mapping[str, float]) -> CycleMe
     out.inc("volcano_schedule_attempts_total", ("unschedulable",), len(unschedulable))
     out.inc("volcano_schedule_attempts_total", ("error",), kinds[TransitionKind.BIND_FAILED])
     out.set("volcano_pod_preemption_victims", kinds[TransitionKind.EVICTED])
+    out.inc("volcano_total_preemption_attempts", (), report.preemption_attempts)
     out.inc("sluice_pods_pipelined_total", (), kinds[TransitionKind.PIPELINED])
     out.inc("sluice_nominations_released_total", (), kinds[TransitionKind.UNPIPELINED])
     for t in report.transitions:
@@ -270,6 +281,7 @@ def derive(report: CycleReport, gate_removed_at: Mapping[str, float]) -> CycleMe
     for q in report.queues:
         name = (q.name,)
         _resources(out, "volcano_queue_allocated", q.name, q.allocated)
+        _resources(out, "volcano_queue_request", q.name, q.request)
         _resources(out, "volcano_queue_deserved", q.name, q.deserved)
         _resources(out, "volcano_queue_real_capacity", q.name, q.capability)
         _resources(out, "volcano_queue_inqueue", q.name, q.inqueue)
@@ -280,6 +292,7 @@ def derive(report: CycleReport, gate_removed_at: Mapping[str, float]) -> CycleMe
             spec = {}
         _resources(out, "volcano_queue_capacity", q.name, spec)
         out.set("volcano_queue_share", q.share, name)
+        out.set("volcano_queue_weight", q.weight, name)
         out.set("volcano_queue_overused", 1.0 if q.over_deserved else 0.0, name)
         phases = {k.lower(): v for k, v in q.podgroups.items()}
         for phase in PODGROUP_PHASES:
@@ -394,14 +407,21 @@ def _gauge(d: Definition, series: Sequence[tuple[Labels, float]]) -> Metric:
 
 
 def _counter(d: Definition, counters: Mapping[tuple[str, Labels, str], float]) -> Metric:
-    family = CounterMetricFamily(d.name, d.help, labels=d.labels)
     values = dict.fromkeys(d.seed if d.labels else [()], 0.0)
     for (name, labels, _), value in counters.items():
         if name == d.name:
             values[labels] = value
+    if not d.name.endswith("_total"):
+        # prometheus_client would name the sample <name>_total; client_golang keeps the name,
+        # and Volcano's dashboards query it so (rate(volcano_total_preemption_attempts[5m])).
+        family = Metric(d.name, d.help, "counter")
+        for labels, value in sorted(values.items()):
+            family.add_sample(d.name, dict(zip(d.labels, labels, strict=True)), value)
+        return family
+    counter = CounterMetricFamily(d.name, d.help, labels=d.labels)
     for labels, value in sorted(values.items()):
-        family.add_metric(list(labels), value)
-    return family
+        counter.add_metric(list(labels), value)
+    return counter
 
 
 def _histogram(d: Definition, counters: Mapping[tuple[str, Labels, str], float]) -> Metric:

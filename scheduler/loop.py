@@ -116,6 +116,7 @@ def _run(
         cluster=cache.cluster_id,
         pods=cache.pod_records(skip={p.uid for p in waiting}) + invalid_records(cache, waiting),
         pod_facts=cache.new_pod_facts(),
+        preemption_attempts=ssn.preemption_attempts,
     )
 
 
@@ -230,6 +231,7 @@ def queue_reports(ssn: Session) -> list[QueueReport]:
             unlimited=dict(queue.unlimited),
             figures=ssn.queue_figures,
             problem=ssn.queue_problems.get(name, ""),
+            weight=queue.weight,
         )
         attr = ssn.queue_attrs.get(name)
         if attr is not None:
@@ -239,6 +241,7 @@ def queue_reports(ssn: Session) -> list[QueueReport]:
             report.inqueue = attr.inqueue.to_dict()
             report.reserved = attr.reserved.to_dict()
             report.inqueue_reserved = attr.inqueue_reserved.to_dict()
+            report.request = attr.request.to_dict()
             report.share = attr.share
             report.over_deserved = attr.over_deserved
         reports.append(report)

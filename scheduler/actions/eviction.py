@@ -41,6 +41,8 @@ def evict_on_nodes(
     victims_of: Victims,
     fits: NodeFits,
     why: str,
+    *,
+    on_attempt: Callable[[], None] | None = None,
 ) -> bool:
     """Try ``nodes`` in order: the plugins pick the victims among the node's candidates; if
     even all of them would not free enough, the node is skipped; otherwise victims go in
@@ -52,6 +54,8 @@ def evict_on_nodes(
         victims = victims_of(task, candidates_of(node))
         if not _enough(task, node, victims):
             continue
+        if on_attempt is not None:
+            on_attempt()
         node_stmt = Statement(ssn)
         ok = fits(node)
         for victim in sorted(victims, key=ssn.victim_order_key(task), reverse=True):

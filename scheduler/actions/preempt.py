@@ -151,9 +151,12 @@ def _preempt(
 
     gated = task.sch_gated
     stmt.ungate(task)  # tried as the pod it becomes once its queue has room
+    def attempted() -> None:  # Volcano counts each node whose victims passed ValidateVictims
+        ssn.preemption_attempts += 1
+
     placed = evict_on_nodes(
         ssn, stmt, task, nodes_by_score(ssn, task, victims), candidates, ssn.preemptable, fits,
-        "preempted for",
+        "preempted for", on_attempt=attempted,
     )  # fmt: skip
     if gated and not placed:
         stmt.take_back_ungate(task)

@@ -156,6 +156,8 @@ class QueueReport:
     inqueue: Resources = field(default_factory=dict)
     reserved: Resources = field(default_factory=dict)
     inqueue_reserved: Resources = field(default_factory=dict)
+    request: Resources = field(default_factory=dict)  # its jobs' placed and pending tasks
+    weight: int = 1  # spec.weight
     share: float = 0.0
     over_deserved: bool = False
     counts: dict[PodState, int] = field(default_factory=dict)  # its own jobs' pods only
@@ -183,6 +185,8 @@ class QueueReport:
             "inqueue": self.inqueue,
             "reserved": self.reserved,
             "inqueue_reserved": self.inqueue_reserved,
+            "request": self.request,
+            "weight": self.weight,
             "share": self.share,
             "over_deserved": self.over_deserved,
             "counts": {state.value: n for state, n in self.counts.items()},
@@ -207,6 +211,8 @@ class QueueReport:
             inqueue=dict(data.get("inqueue") or {}),
             reserved=dict(data.get("reserved") or {}),
             inqueue_reserved=dict(data.get("inqueue_reserved") or {}),
+            request=dict(data.get("request") or {}),
+            weight=int(data.get("weight") or 1),
             share=float(data.get("share") or 0.0),
             over_deserved=bool(data.get("over_deserved")),
             counts={PodState(k): int(v) for k, v in (data.get("counts") or {}).items()},
@@ -516,6 +522,8 @@ class CycleReport:
     # ``groupPriorityClassName``/``groupPriority``, the pod's ``priorityClassName`` and
     # ``priority``. Sent once per pod per scheduler process (``SchedulerCache.new_pod_facts``).
     pod_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Nodes on which the preempt action tried victims (Volcano's preemption attempts).
+    preemption_attempts: int = 0
 
     @classmethod
     def failed(
@@ -553,6 +561,7 @@ class CycleReport:
             "cluster": self.cluster,
             "pods": None if self.pods is None else [p.to_json() for p in self.pods],
             "pod_facts": dict(self.pod_facts),
+            "preemption_attempts": self.preemption_attempts,
         }
 
     @classmethod
@@ -578,4 +587,5 @@ class CycleReport:
             if data.get("pods") is None
             else [PodRecord.from_json(p) for p in data["pods"]],
             pod_facts=dict(data.get("pod_facts") or {}),
+            preemption_attempts=int(data.get("preemption_attempts") or 0),
         )

@@ -69,6 +69,9 @@ class Session(ExtensionPoints):
         # Gate reservations' start times, shared with the cache so they outlive the cycle.
         self.reservations: dict[str, float | None] = snapshot.reservations
         self.notices: list[str] = []  # lines for the cycle report (e.g. expired reservations)
+        # Nodes on which preempt tried victims enough for its preemptor (Volcano's
+        # RegisterPreemptionAttempts, volcano_total_preemption_attempts).
+        self.preemption_attempts = 0
         extra = {
             k for j in self.jobs.values() for t in j.tasks.values() for k in t.init_resreq.values
         }

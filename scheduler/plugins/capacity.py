@@ -128,6 +128,9 @@ class CapacityPlugin(Plugin):
                 # pipelined during the cycle does.
                 for attr in chain:
                     attr.allocated.add(task.resreq)
+            request = _request(job)
+            for attr in chain:  # Volcano's capacity plugin: the ancestors' requests too
+                attr.request.add(request)
 
     def _job_inqueue(self, job: JobInfo) -> Resource:
         if job.min_resources is None:
@@ -307,6 +310,17 @@ class CapacityPlugin(Plugin):
             else:
                 level.allocated.sub(task.resreq)
             level.update_share()
+
+
+def _request(job: JobInfo) -> Resource:
+    """Volcano's capacity ``attr.request`` of one job: its allocated-status tasks (and
+    pipelined ones, which Sluice counts as allocated) and its pending ones."""
+    request = Resource()
+    for status, tasks in job.index.items():
+        if allocated_status(status) or status in (TaskStatus.PIPELINED, TaskStatus.PENDING):
+            for task in tasks.values():
+                request.add(task.resreq)
+    return request
 
 
 def _share_key(attr: QueueAttr) -> tuple[float, int]:

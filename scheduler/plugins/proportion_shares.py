@@ -11,7 +11,7 @@ compare"), the functions below say so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scheduler.api.quantity import CPU, MEMORY, PODS
 from scheduler.api.resource import Resource, exceeded_part, res_max
@@ -27,7 +27,6 @@ class ProportionAttr(QueueAttr):
     request of its jobs (allocated and pending tasks), which caps its deserved share."""
 
     weight: int = 1
-    request: Resource = field(default_factory=Resource)
 
 
 def real_capability(total: Resource, total_guarantee: Resource, attr: ProportionAttr) -> Resource:

@@ -39,6 +39,9 @@ class QueueAttr:
     deserved_declared: frozenset[str] = frozenset()  # spec.deserved's names, zeros included
     allocated: Resource = field(default_factory=Resource)
     inqueue: Resource = field(default_factory=Resource)
+    # Its jobs' placed and pending tasks' requests (Volcano's attr.request, which proportion
+    # caps deserved shares with and both plugins export as volcano_queue_request_*).
+    request: Resource = field(default_factory=Resource)
     # Report only (capacity fills them at session close): gate reservations of the queue and
     # its descendants, and the part of inqueue they already hold.
     reserved: Resource = field(default_factory=Resource)

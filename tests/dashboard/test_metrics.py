@@ -41,10 +41,12 @@ VOLCANO_LABELS = {
     "volcano_unschedule_job_count": set(),
     "volcano_unschedule_task_count": {"job_id"},
     "volcano_queue_share": {"queue_name"},
+    "volcano_queue_weight": {"queue_name"},
+    "volcano_total_preemption_attempts": set(),
     "volcano_queue_overused": {"queue_name"},
     **{
         f"volcano_queue_{stem}_{unit}": {"queue_name"}
-        for stem in ("allocated", "deserved", "capacity", "real_capacity", "inqueue")
+        for stem in ("allocated", "request", "deserved", "capacity", "real_capacity", "inqueue")
         for unit in ("milli_cpu", "memory_bytes")
     },
     **{
