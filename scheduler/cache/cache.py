@@ -183,6 +183,12 @@ class SchedulerCache:
             "schedulerName", "default-scheduler"
         ) in self.scheduler_names
 
+    def cached_pod(self, uid: str) -> Obj | None:
+        """The freshest pod object the watch delivered for ``uid``; None once it is gone."""
+        with self._lock:
+            cached = self._tasks.get(uid)
+            return cached.pod if cached is not None else None
+
     def _job_for(self, task: TaskInfo) -> JobInfo:
         job = self._jobs.get(task.job_id)
         if job is None:

@@ -24,6 +24,10 @@ from scheduler.api.task_info import TaskInfo, pod_state_of
 from scheduler.cache.cache import SchedulerCache
 from scheduler.cache.client import ClusterClient
 
+# Volcano's PodReasonSchedulerError (pkg/scheduler/api/unschedule_info.go): the PodScheduled
+# reason of a pod whose bind failed. Autoscalers act on "Unschedulable" only.
+SCHEDULER_ERROR = "SchedulerError"
+
 GateRemover = Callable[[str, str, str, str | None], None]
 """Queues the removal of our gate from pod (namespace, name, uid), asynchronously, marking when
 its queue reservation began (an annotation value, or None)."""
@@ -71,9 +75,11 @@ class Writer:
         queued, self._queued = self._queued, []
         if pool is None:
             return
-        inflight = [(pool.submit(call), done) for call, done in queued]
-        for future, done in inflight:
-            done(future.exception())
+        while queued:  # a failed bind queues its PodScheduled condition: a second round
+            inflight = [(pool.submit(call), done) for call, done in queued]
+            for future, done in inflight:
+                done(future.exception())
+            queued, self._queued = self._queued, []
 
     def _record(
         self,
@@ -114,10 +120,24 @@ class Writer:
             del self.transitions[at]
             self._record(task, kind, previous, previous, node_name, f"bind failed: {exc}")
             self.transitions.insert(at, self.transitions.pop())
+            self._bind_failed(task, node_name, exc)
 
         self._send(
             lambda: self.cache.bind(task, node_name, client, gate_removed=gate_removed), bound
         )
+
+    def _bind_failed(self, task: TaskInfo, node_name: str, exc: BaseException) -> None:
+        """Volcano's SchedulerCache.Bind: a task whose bind failed gets PodScheduled=False
+        reason SchedulerError ("failed to bind to node …", taskUnschedulable with
+        PodReasonSchedulerError), so a pod the API refused to bind says why it still waits
+        while the next cycle tries again. Not when the watch already shows it bound (a 409
+        for a bind that landed) or gone."""
+        pod = self.cache.cached_pod(task.uid)
+        if pod is None or (pod.get("spec") or {}).get("nodeName"):
+            return
+        message = f"failed to bind to node {node_name}: {exc}"
+        condition = {"type": "PodScheduled", "status": "False", "reason": SCHEDULER_ERROR}
+        self.pod_condition(task, {**condition, "message": message})
 
     def pipeline(
         self, task: TaskInfo, node_name: str, previous: PodState, deadline: float | None = None

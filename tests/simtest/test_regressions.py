@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler.api.report import PodState
+from scheduler.api.report import PodState, TransitionKind
+from simcluster.api.errors import ApiError
+from simcluster.faults import FaultConfig, Faults
 from simcluster.podutil import meta
 from tests.e2e.harness import Harness, gates
+from tests.e2e.harness import condition as condition_of
 from tests.simtest.workload import gate_opted_in
 
 NODE = {"name": "n1", "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}
@@ -95,4 +98,49 @@ def test_a_terminating_pod_without_a_podgroup_is_not_admitted_again():
         assert not queue.inqueue.get("cpu")
         assert all(p.state is not PodState.GATED for p in h.reports[-1].waiting)
     finally:
+        h.close()
+
+
+class RefusedBinds(Faults):
+    """The API refuses the first ``times`` bindings of pod ``name`` with a 409 (an
+    optimistic-concurrency clash, as kube-apiserver answers), and nothing else."""
+
+    def __init__(self, h: Harness, name: str, times: int) -> None:
+        super().__init__(FaultConfig(), h.cluster)
+        self.path, self.left = f"POST /api/v1/namespaces/sim/pods/{name}/binding", times
+
+    def _refuse(self, key: str) -> None:
+        if key == self.path and self.left > 0:
+            self.left -= 1
+            self.record("conflict", key)
+            raise ApiError(409, "the object has been modified (injected)", reason="Conflict")
+
+
+def test_a_pod_whose_bind_the_api_refused_says_why_it_still_waits():
+    """Volcano's SchedulerCache.Bind writes PodScheduled=False reason SchedulerError ("failed
+    to bind to node …") on a task whose bind failed, then resyncs it for the next cycle. Sluice
+    recorded the failure in its report only: a pod whose binding was refused a few cycles
+    running stayed Pending with no PodScheduled condition at all, saying nothing of why."""
+    h = harness(
+        [{"at": 0, "name": "p", "namespace": "sim", "queue": "q",
+          "requests": {"cpu": "1"}, "duration": 600}]
+    )  # fmt: skip
+    refused = RefusedBinds(h, "p", times=2)
+    h.server.faults = refused
+    try:
+        h.step()
+        assert refused.left == 1 and not bound(h, "p")
+        condition = condition_of(h.pod("p", "sim"))
+        assert condition["status"] == "False" and condition["reason"] == "SchedulerError"
+        assert condition["message"].startswith("failed to bind to node n1: ")
+        failed = [t for t in h.reports[-1].transitions if t.kind is TransitionKind.BIND_FAILED]
+        assert [t.name for t in failed] == ["p"]
+        h.step()  # refused again: still says why
+        assert refused.left == 0 and not bound(h, "p")
+        assert condition_of(h.pod("p", "sim"))["reason"] == "SchedulerError"
+        h.step()  # the API takes it
+        assert bound(h, "p") == "n1"
+        assert condition_of(h.pod("p", "sim"))["status"] == "True"
+    finally:
+        h.server.faults = None
         h.close()
