@@ -19,8 +19,9 @@ Each is computed from the cluster's objects, independently of the scheduler's ow
 6. gang all-or-nothing: no PodGroup holds fewer than minMember placed pods — bound, or
    pipelined (the scheduler's live decision to bind it on a node being freed: Volcano's gang
    plugin counts these toward the gang, JobPipelined, and its pipeline cache persistence
-   design commits a pipelined gang's allocated members) — unless it had them all before, or
-   lost a member to a deletion;
+   design commits a pipelined gang's allocated members) — unless it had them all before,
+   lost a member to a deletion, or has a pending member whose bind the API refused (binds are
+   one call per pod; Volcano binds the others and retries the refused one);
 7. no cycle raises; every pod of ours in the cluster is in the cycle's report (waiting with a
    status, or in its inventory), and a pending pod without a gate carries a PodScheduled
    condition (a reason) within ``REASON_WITHIN`` cycles whose status write, if any, the API
@@ -123,6 +124,8 @@ class Tracker:
     deleted: set[str] = field(default_factory=set)  # pod keys the workload or a fault deleted
     # Pods whose status write an injected fault refused this cycle (set by the runner).
     refused: set[str] = field(default_factory=set)
+    # Pods whose bind an injected fault refused, in any cycle so far (added by the runner).
+    bind_refused: set[str] = field(default_factory=set)
     node_of: dict[str, str] = field(default_factory=dict)  # uid -> the node it was bound to
     queue_used: dict[str, dict[str, float]] = field(default_factory=dict)
     streaks: dict[tuple[int, str], int] = field(default_factory=lambda: defaultdict(int))
@@ -428,8 +431,15 @@ class Tracker:
                 self.full_gangs.add(key)  # placed whole: a member lost later is a node's loss
                 continue
             lost = any(d.startswith(f"pod/{namespace}/{name}-") for d in self.deleted)
-            # Bindings are one API call per pod: one the API refused is retried next cycle.
-            partial = bool(bound) and key not in self.full_gangs and not lost
+            # Bindings are one API call per pod, and Volcano takes none back: a gang whose
+            # other members were bound while the API refused one member's bind (Volcano's
+            # SchedulerCache.Bind resyncs that task alone) is partial until the next cycles
+            # bind it — or longer, if its node is gone meanwhile. Such a member excuses it
+            # while it waits.
+            refused = any(
+                _ref(p) in self.bind_refused and not _bound(p) for p in members[(namespace, name)]
+            )
+            partial = bool(bound) and key not in self.full_gangs and not lost and not refused
             if self.streak(6, key, partial) >= self.grace:
                 found.append(
                     Violation(

@@ -134,6 +134,7 @@ def run(
                 sabotage(h, cycle)
             tracker.deleted.update(_deleted_by_faults(injector))
             tracker.refused = _refused_status_writes(injector, injected)
+            tracker.bind_refused.update(_refused_binds(injector, injected))
             summary = h.sim.ledger.summary() if workload.autoscaler != "none" else None
             for violation in tracker.check(h.store, report, summary):
                 result.violations.append(Found(seed, cycle, violation))
@@ -265,6 +266,30 @@ def _deleted_by_faults(faults: Faults) -> set[str]:
 
 
 REFUSED = ("conflict: ", "throttle: ", "server_error: ")
+
+
+def _refused_lines(faults: Faults, before: int) -> list[list[str]]:
+    """The paths, split on "/", of the writes an injected fault refused since ``before``
+    faults had been injected (the log keeps the last 1000 lines)."""
+    new = sum(faults.counts.values()) - before
+    lines = faults.log[-new:] if new > 0 else []
+    return [
+        line.split(" ", 2)[-1].split("/") for line in lines if line.startswith(REFUSED)
+    ]  # fmt: skip
+
+
+def _refused_binds(faults: Faults, before: int) -> set[str]:
+    """The pods whose bind an injected fault refused since ``before`` faults had been injected:
+    the binding (``POST …/pods/<name>/binding``) or the gate removal sent just before it on
+    the bind path (``PATCH …/pods/<name>``)."""
+    return {
+        f"pod/{parts[4]}/{parts[6]}"
+        for parts in _refused_lines(faults, before)  # ['', 'api', 'v1', 'namespaces', ns, …]
+        if parts[1:4] == ["api", "v1", "namespaces"]
+        and len(parts) in (7, 8)
+        and parts[5] == "pods"
+        and parts[7:] in ([], ["binding"])
+    }
 
 
 def _refused_status_writes(faults: Faults, before: int) -> set[str]:

@@ -8,9 +8,11 @@ import pytest
 
 from scheduler.api.report import PodState
 from scheduler.kube.client import ApiError
-from simcluster.faults import FaultConfig
+from simcluster.api.errors import ApiError as SimApiError
+from simcluster.faults import FaultConfig, Faults
 from simcluster.podutil import meta
-from tests.e2e.harness import Harness
+from tests.e2e.harness import Harness, condition
+from tests.simtest import runner
 from tests.simtest.runner import Result, run
 from tests.simtest.workload import Workload
 
@@ -237,3 +239,30 @@ def test_invariant_8_catches_a_false_scale_up(autoscaler):
 
     result = play(lie, cycles=40, autoscaler=autoscaler)
     assert 8 in reported(result)
+
+
+def test_invariant_6_excuses_a_gang_whose_member_the_api_refused_to_bind(monkeypatch):
+    """Binds are one API call per pod and Volcano takes none back: when the API refuses one
+    member's bind, the others stay bound and the refused one waits for the next cycles (with
+    PodScheduled reason SchedulerError). The gang is partial for as long as the refusals
+    last; that is the API's doing, not a decision of the scheduler's that split the gang."""
+    refused = "POST /api/v1/namespaces/sim/pods/team-1/binding"
+
+    class RefusingFaults(Faults):
+        def _refuse(self, key: str) -> None:
+            if key == refused:
+                self.record("conflict", key)
+                raise SimApiError(409, "the object has been modified (injected)", reason="Conflict")
+
+    monkeypatch.setattr(runner, "Faults", RefusingFaults)
+    seen: dict[str, dict] = {}
+
+    def look(h: Harness, cycle: int) -> None:
+        seen.update({meta(p)["name"]: p for p in pods(h, "team")})
+
+    result = play(look, cycles=6)
+    assert not seen["team-1"]["spec"].get("nodeName")  # refused every cycle
+    assert seen["team-0"]["spec"]["nodeName"]  # the gang is partial
+    assert condition(seen["team-1"])["reason"] == "SchedulerError"
+    assert result.faults["conflict"] >= 6
+    assert result.violations == [], [f.describe() for f in result.violations]
