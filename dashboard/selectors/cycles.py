@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, When, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from dashboard.models import Cycle, PodTransition, QueueSample
@@ -43,7 +44,7 @@ def cycle_list(*, filters: CycleFilter, page: int | str = 1) -> Page:
     return Paginator(cycles.order_by("-started_at"), PAGE_SIZE).get_page(page)
 
 
-TRANSITIONS_SHOWN = 20  # per cycle on a page of cycles
+TRANSITIONS_SHOWN = 5  # per cycle on a page of cycles
 
 
 @dataclass(frozen=True)
@@ -63,23 +64,21 @@ class CycleTransitions:
 def cycle_transitions(
     cycle_ids: list[int], pod: str = "", limit: int = TRANSITIONS_SHOWN
 ) -> dict[int, CycleTransitions]:
-    totals = dict(
-        PodTransition.objects.filter(cycle_id__in=cycle_ids)
-        .values_list("cycle_id")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    by_cycle = {}
-    for cycle_id, total in totals.items():
-        of_cycle = PodTransition.objects.filter(cycle_id=cycle_id).order_by("id")
-        shown: list[PodTransition] = []
-        if pod:
-            shown = list(of_cycle.filter(Q(name__icontains=pod) | Q(uid=pod))[:limit])
-        if len(shown) < limit:
-            taken = [t.id for t in shown]
-            shown += list(of_cycle.exclude(id__in=taken)[: limit - len(shown)])
-        by_cycle[cycle_id] = CycleTransitions(shown, total)
-    return by_cycle
+    """Two queries whatever the page holds: the count per cycle, and the first ``limit`` of
+    each cycle (a window function numbering each cycle's rows)."""
+    of_page = PodTransition.objects.filter(cycle_id__in=cycle_ids)
+    totals = dict(of_page.values_list("cycle_id").annotate(n=Count("id")).order_by())
+    order = [F("id").asc()]
+    if pod:
+        named = Case(When(Q(name__icontains=pod) | Q(uid=pod), then=0), default=1)
+        order.insert(0, named.asc())
+    numbered = of_page.annotate(
+        rank=Window(RowNumber(), partition_by=[F("cycle_id")], order_by=order)
+    ).filter(rank__lte=limit)
+    shown: dict[int, list[PodTransition]] = {}
+    for t in sorted(numbered, key=lambda t: (t.cycle_id, t.rank)):
+        shown.setdefault(t.cycle_id, []).append(t)
+    return {c: CycleTransitions(shown.get(c, []), total) for c, total in totals.items()}
 
 
 def cycle_series(chart_range: ChartRange, now: datetime | None = None) -> list[dict]:

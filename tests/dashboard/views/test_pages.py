@@ -221,18 +221,21 @@ def test_history_lists_cycles_and_filters_by_pod_and_queue(client, demo):
 
 
 def test_history_shows_the_first_transitions_of_a_cycle_and_counts_the_rest(client):
-    """A cycle that placed a backlog moved thousands of pods: the page lists the first 20 of a
+    """A cycle that placed a backlog moved thousands of pods: the page lists the first 5 of a
     cycle (those of the pod it is filtered by first) and says how many more there were."""
     moved = [transition(f"job-{i:02d}", TransitionKind.ALLOCATED, "n1", "allocated", ns="batch")
              for i in range(30)]  # fmt: skip
+    store_cycle_report(cycle_report(time.time() - 1, transitions=moved[:2]))
     store_cycle_report(cycle_report(time.time(), transitions=moved))
 
     everything = client.get("/history/").content.decode()
     by_pod = client.get("/history/?pod=job-29").content.decode()
 
-    assert "batch/job-19<" in everything and "batch/job-20<" not in everything
-    assert "and 10 more in this cycle" in everything
-    assert "batch/job-29<" in by_pod and "and 10 more in this cycle" in by_pod
+    assert "batch/job-04<" in everything and "batch/job-05<" not in everything
+    assert "and 25 more in this cycle" in everything
+    assert everything.count("batch/job-00<") == 2  # both cycles list it
+    assert "batch/job-29<" in by_pod and "batch/job-03<" in by_pod
+    assert "batch/job-04<" not in by_pod and "and 25 more in this cycle" in by_pod
 
 
 def test_history_rejects_a_backwards_time_range(client, demo):
