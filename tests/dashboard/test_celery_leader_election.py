@@ -9,6 +9,7 @@ twice."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -124,6 +125,8 @@ def test_a_worker_leads_from_its_start_and_schedules_without_beat(elected, sim):
         assert elected.hget(LEADER_KEY, "worker") == f"sched-a@test pid {os.getpid()}"
         loop = scheduling._loop
         assert loop is not None and loop.cycles >= 1
+        # The cache it built is left out of the garbage collector's full collections.
+        assert gc.get_freeze_count() > 0
         # Beat's tick only makes sure the loop runs; it runs no cycle of its own.
         cycles = loop.cycles
         assert scheduling.run_cycle() is None
@@ -134,6 +137,7 @@ def test_a_worker_leads_from_its_start_and_schedules_without_beat(elected, sim):
     # A worker that stops cleanly releases the Lease: a standby need not wait for it to expire.
     assert holder(sim.api_client) == ""
     assert scheduling._loop is None and scheduling._service is None
+    assert gc.get_freeze_count() == 0
 
 
 @pytest.mark.django_db(transaction=True)
