@@ -152,6 +152,14 @@ def test_kubectl_creates_a_secret_in_protobuf_and_lists_it(sim: Sim, kubectl) ->
     stored = sim.store.get("secrets", "default", "creds")
     assert stored["type"] == "Opaque"
     assert stored["data"] == {"user": b64("admin"), "password": b64("s3cret")}
+    kubectl(
+        "create", "secret", "generic", "basic", "--type=kubernetes.io/basic-auth",
+        "--from-literal=username=admin",
+    )  # fmt: skip
+    assert sim.store.get("secrets", "default", "basic")["type"] == "kubernetes.io/basic-auth"
     row = kubectl("get", "secrets").stdout.splitlines()
     assert row[0].split() == ["NAME", "TYPE", "DATA", "AGE"]
-    assert row[1].split()[:3] == ["creds", "Opaque", "2"]
+    assert [line.split()[:3] for line in row[1:]] == [
+        ["basic", "kubernetes.io/basic-auth", "1"],
+        ["creds", "Opaque", "2"],
+    ]
