@@ -11,6 +11,10 @@ round trips). Then, in the same run:
 * end to end: ``SchedulerService`` (informers, cache, act mode) against a fresh cluster of the
   same shape, timed from its first cycle until the cluster has bound every pending pod.
 
+Each figure comes with the CPU seconds each process spent over its window (the cluster's from
+/proc, this process's from ``os.times``) and the load average: on a shared machine the CPU the
+two processes needed says more than the wall time they got.
+
 Then the same at 1,000 nodes / 5,000 pending pods carrying the queue-allocation gate, with the
 time from each pod's gate removal to its bind (p50/p99), as the cluster saw them.
 Targets: e2e >= 680 pods/s (kube-scheduler's scheduler_perf floor for this shape), e2e time /
@@ -22,6 +26,7 @@ from __future__ import annotations
 import http.client
 import inspect
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -129,7 +134,9 @@ def serve(nodes: int, running: int, pending: int, gated: bool) -> None:
             with store.locked():
                 waits = [bound[n] - ungated[n] for n in bound if n in ungated]
                 last = max(bound.values(), default=0.0)
-                print(json.dumps({"bound": len(bound), "last": last, "waits": waits}), flush=True)
+                first = min(bound.values(), default=0.0)
+                print(json.dumps({"bound": len(bound), "first": first, "last": last,
+                                  "waits": waits}), flush=True)  # fmt: skip
         else:
             break
     simulation.stop()
@@ -149,6 +156,15 @@ class Child:
         if not self.url.startswith("http://"):
             raise RuntimeError(f"the simulated cluster did not start: {self.url!r}")
         self._lock = threading.Lock()
+
+    def cpu(self) -> float:
+        """CPU seconds the cluster's process has used (user + system); NaN off Linux."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return float("nan")
 
     def stats(self) -> dict:
         with self._lock:
@@ -173,12 +189,35 @@ def bind_workers() -> int:
     return int(getattr(service, "DEFAULT_BIND_WORKERS", 16))
 
 
-def floor(shape: str) -> float:
-    """Seconds for a minimal client to POST every pending pod's Binding."""
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def floor(shape: str, informers: str = "") -> tuple[float, float, float]:
+    """Seconds for a minimal client to POST every pending pod's Binding, and the CPU seconds
+    the cluster's process and this one used meanwhile.
+
+    ``informers`` is for ``python -m bench.bench_e2e informers`` only (never the floor the
+    bench reports): "here" runs the scheduler's informers (``SchedulerService`` in observe
+    mode, synced, no cycle) in this process while it posts, "apart" in another process."""
     nodes, running, pending, _ = SHAPES[shape]
     child = Child(shape)
     host, port = child.url.removeprefix("http://").split(":")
     local = threading.local()
+    watching: object = None
+    if informers == "here":
+        from scheduler.service import SchedulerService
+
+        api = client.ApiClient(client.Configuration(host=child.url))
+        watching = SchedulerService(api, act=False).start(sync_timeout=300)
+    elif informers == "apart":
+        code = (f"import time; from kubernetes import client; from scheduler.service import "
+                f"SchedulerService; SchedulerService(client.ApiClient(client.Configuration("
+                f"host={child.url!r})), act=False).start(sync_timeout=300); print('synced', "
+                f"flush=True); time.sleep(3600)")  # fmt: skip
+        watching = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert watching.stdout is not None and watching.stdout.readline().strip() == "synced"
 
     def post(i: int) -> None:
         connection = getattr(local, "connection", None)
@@ -196,18 +235,27 @@ def floor(shape: str) -> float:
             raise RuntimeError(f"binding {name}: HTTP {response.status}")
 
     try:
+        server_cpu, own_cpu = child.cpu(), _own_cpu()
         started = time.time()
         with ThreadPoolExecutor(bind_workers()) as pool:
             list(pool.map(post, range(running, running + pending)))
         elapsed = time.time() - started
+        server_cpu, own_cpu = child.cpu() - server_cpu, _own_cpu() - own_cpu
         assert child.stats()["bound"] == pending
-        return elapsed
+        return elapsed, server_cpu, own_cpu
     finally:
+        if isinstance(watching, subprocess.Popen):
+            watching.kill()
+            watching.wait()
+        elif watching is not None:
+            watching.stop()  # type: ignore[attr-defined]
         child.close()
 
 
 def end_to_end(shape: str) -> tuple[float, int, dict]:
-    """Seconds from the scheduler's first cycle until the cluster bound every pending pod."""
+    """Seconds from the scheduler's first cycle until the cluster bound every pending pod; the
+    stats also say the CPU seconds each process used over the cycle (``server_cpu``,
+    ``scheduler_cpu``) and the first cycle's duration and allocate time."""
     from scheduler.service import SchedulerService
 
     _, _, pending, _ = SHAPES[shape]
@@ -219,16 +267,23 @@ def end_to_end(shape: str) -> tuple[float, int, dict]:
         sync_timeout=300
     )
     cycles = 0
+    first: dict = {}
     try:
+        server_cpu, own_cpu = child.cpu(), _own_cpu()
         started = time.time()
         while time.time() - started < TIMEOUT:
-            service.run_once()
+            report = service.run_once()
             cycles += 1
+            if not first:
+                first = {"cycle": report.duration_s,
+                         "allocate": report.action_durations_s.get("allocate", float("nan"))}  # fmt: skip
             if service.gate_pool is not None:
                 service.gate_pool.wait_idle(60)
             service.cache.wait_for_writes(60)
             stats = child.stats()
             if stats["bound"] >= pending:
+                stats.update(first, started=started, server_cpu=child.cpu() - server_cpu,
+                             scheduler_cpu=_own_cpu() - own_cpu)  # fmt: skip
                 return stats["last"] - started, cycles, stats
         stats = child.stats()
         return float("inf"), cycles, stats
@@ -245,14 +300,21 @@ def _pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     nodes, running, pending, _ = SHAPES["basic"]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"SchedulingBasic through the API: {nodes} nodes, {running} running, {pending} "
-          f"pending pods; {bind_workers()} binds in flight")  # fmt: skip
-    floor_s = floor("basic")
+          f"pending pods; {bind_workers()} binds in flight; {os.cpu_count()} CPUs, "
+          f"load average {load}")  # fmt: skip
+    floor_s, server_cpu, client_cpu = floor("basic")
     print(f"floor (minimal client, {pending} Bindings): {floor_s:.2f} s, "
-          f"{pending / floor_s:,.0f} pods/s")  # fmt: skip
+          f"{pending / floor_s:,.0f} pods/s; CPU: cluster {server_cpu:.2f} s, "
+          f"client {client_cpu:.2f} s")  # fmt: skip
     e2e_s, cycles, stats = end_to_end("basic")
     print(f"end to end (SchedulerService, act): {e2e_s:.2f} s, {pending / e2e_s:,.0f} pods/s, "
-          f"{cycles} cycles, {stats['bound']}/{pending} bound")  # fmt: skip
+          f"{cycles} cycles, {stats['bound']}/{pending} bound; first cycle {stats['cycle']:.2f} s "
+          f"(allocate {stats['allocate']:.2f} s), first bind after "
+          f"{stats['first'] - stats['started']:.2f} s, the binds over the next "
+          f"{stats['last'] - stats['first']:.2f} s; CPU over the cycle: cluster "
+          f"{stats['server_cpu']:.2f} s, scheduler {stats['scheduler_cpu']:.2f} s")  # fmt: skip
     ratio = e2e_s / floor_s
     print(f"e2e / floor: {ratio:.2f} (target <= 1.5); e2e target >= 680 pods/s: "
           f"{'met' if pending / e2e_s >= 680 else 'NOT met'}")  # fmt: skip
@@ -265,9 +327,27 @@ def main() -> None:
           f"(mean {statistics.fmean(waits) if waits else float('nan'):.2f} s)")  # fmt: skip
 
 
+def informers(rounds: int = 2) -> None:
+    """What sharing one interpreter with the scheduler's informers costs the floor's client:
+    its 10,000 Bindings alone, with the informers (watching every kind, handling the 20,000
+    pod events the binds and the kubelet cause) in this process, and in a process of their
+    own. Not part of ``make bench``: it explains the e2e / floor ratio."""
+    pending = SHAPES["basic"][2]
+    for _ in range(rounds):
+        for where in ("", "here", "apart"):
+            seconds, server_cpu, own_cpu = floor("basic", where)
+            label = {"": "alone", "here": "informers in its process",
+                     "apart": "informers in another process"}[where]  # fmt: skip
+            print(f"floor client, {label}: {seconds:.2f} s, {pending / seconds:,.0f} pods/s; "
+                  f"CPU: cluster {server_cpu:.2f} s, this process {own_cpu:.2f} s; load "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
         n, r, p, g = sys.argv[2:6]
         serve(int(n), int(r), int(p), g == "1")
+    elif sys.argv[1:2] == ["informers"]:
+        informers()
     else:
         main()
