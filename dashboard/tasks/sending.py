@@ -28,8 +28,9 @@ _down_until = 0.0
 
 
 def send(task: Any, args: tuple, **options: Any) -> bool:
-    """``task.apply_async(args, **options)`` (``task.delay(*args)`` without options); False when the broker refused it or was refused
-    less than ``SKIP_S`` ago (the caller then does the work itself)."""
+    """``task.apply_async(args, **options)`` (``task.delay(*args)`` without options); False
+    when the broker refused it or was refused less than ``SKIP_S`` ago (the caller then does
+    the work itself)."""
     global _down_until
     if time.monotonic() < _down_until:
         return False
