@@ -27,6 +27,7 @@ from scheduler.cache.client import ClusterClient
 # Volcano's PodReasonSchedulerError (pkg/scheduler/api/unschedule_info.go): the PodScheduled
 # reason of a pod whose bind failed. Autoscalers act on "Unschedulable" only.
 SCHEDULER_ERROR = "SchedulerError"
+MESSAGE_LIMIT = 1024  # characters of an error kept in a condition's message
 
 GateRemover = Callable[[str, str, str, str | None], None]
 """Queues the removal of our gate from pod (namespace, name, uid), asynchronously, marking when
@@ -135,7 +136,7 @@ class Writer:
         pod = self.cache.cached_pod(task.uid)
         if pod is None or (pod.get("spec") or {}).get("nodeName"):
             return
-        message = f"failed to bind to node {node_name}: {exc}"
+        message = f"failed to bind to node {node_name}: {exc}"[:MESSAGE_LIMIT]
         condition = {"type": "PodScheduled", "status": "False", "reason": SCHEDULER_ERROR}
         self.pod_condition(task, {**condition, "message": message})
 
