@@ -91,9 +91,17 @@ class QueueBook:
                 )
             except QuantityError as exc:  # one bad queue must not stop every scale-up
                 log.warning("%s; treating the queue as unlimited", exc)
+        # What the queue's pods hold: bound and not finished, nor terminating — a deleted pod
+        # releases its share within its grace period, and Volcano's queue figures count only
+        # the tasks holding it (api.AllocatedStatus: a Releasing task is not allocated), so a
+        # pod waiting only for it will run in its queue.
         self.used: dict[str, Resources] = {}
         for pod in store.list("pods")[0]:
-            if (pod.get("spec") or {}).get("nodeName") and not is_finished(pod):
+            if (
+                (pod.get("spec") or {}).get("nodeName")
+                and not is_finished(pod)
+                and not meta(pod).get("deletionTimestamp")
+            ):
                 add(self.used.setdefault(self.queue_of(pod), {}), pod_requests(pod))
 
     def queue_of(self, pod: dict) -> str:

@@ -135,3 +135,29 @@ def test_a_queue_with_a_malformed_capability_counts_as_unlimited():
     scaler = ClusterAutoscaler(store, [group()])
     scaler.tick(START)
     assert scaler.ledger.scale_ups[0].pods[0].could_run
+
+
+def test_a_terminating_pod_does_not_fill_its_queue():
+    """A pod being deleted releases its share within its grace period, and Volcano's queue
+    figures count only tasks that hold resources (api.AllocatedStatus: Releasing is not
+    allocated): a pod whose queue is full only of a terminating pod will run there, so the
+    node bought for it is no false scale-up. A queue full of live pods still refuses."""
+    store, clock = cluster()
+    queue(store, "leaving", cpu="2")
+    queue(store, "staying", cpu="2")
+    node(store, "n1", cpu="8")
+    pod(store, "going", cpu="2", state="running", node_name="n1", queue="leaving")
+    pod(store, "kept", cpu="2", state="running", node_name="n1", queue="staying")
+    store.mutate(  # deleted with a grace period: terminating, still bound (kube-apiserver)
+        "pods", "team", "going",
+        lambda p: p["metadata"].update(deletionTimestamp="2023-11-14T22:13:50Z",
+                                       deletionGracePeriodSeconds=30),
+    )  # fmt: skip
+    pod(store, "after-going", cpu="1", queue="leaving", node_selector={"pool": "a"})
+    pod(store, "after-kept", cpu="1", queue="staying", node_selector={"pool": "b"})
+    scaler = ClusterAutoscaler(store, [group("a"), group("b")])
+    run(scaler.tick, clock, until=15)
+    pods = {p.name: p for r in scaler.ledger.scale_ups for p in r.pods}
+    assert pods["after-going"].could_run
+    assert not pods["after-kept"].could_run
+    assert scaler.ledger.summary()["false_scale_ups"] == 1
