@@ -7,7 +7,13 @@ Each is computed from the cluster's objects, independently of the scheduler's ow
    (Kubernetes' pod request formula: ``simcluster.podutil.pod_requests``);
 2. no queue's allocated + reserved (gate reservations) above its capability, at any level of
    the hierarchy (a queue's whole subtree against its own ``spec.capability``) — checked when
-   the figure grew in the cycle, so a capability lowered under running pods is not a fault;
+   the figure grew in the cycle, so a capability lowered under running pods is not a fault.
+   A reservation recorded on a pod (``sluice.io/queue-reservation-since``) before the cycle
+   counts only if the scheduler's design holds it at session open (``held_reservations``,
+   after ``GateReservations.load``): job by job, the oldest first, each only if its open queue
+   still has room at every level for it and what its gang still lacks; one that no longer
+   fits (its queue closed, its capability lowered) holds nothing and its pods compete as any
+   other. A reservation recorded during the cycle always counts;
 3. no pod that waits only for its queue carries ``PodScheduled=False`` reason ``Unschedulable``
    (``tests.invariants.check_cycle``, checked after every cycle of every test); every pod the
    scheduler finds fits no node gets it within ``UNSCHEDULABLE_WITHIN`` cycles;
@@ -26,7 +32,9 @@ Each is computed from the cluster's objects, independently of the scheduler's ow
    status, or in its inventory), and a pending pod without a gate carries a PodScheduled
    condition (a reason) within ``REASON_WITHIN`` cycles whose status write, if any, the API
    did not refuse (a refused write is retried the next cycle);
-8. with gates on, the simulated Cluster Autoscaler and Karpenter make no false scale-up.
+8. with gates on, the simulated Cluster Autoscaler and Karpenter make no false scale-up —
+   but for one whose every triggering pod's queue the workload changed at that very step
+   (after the cycle that wrote their conditions, before the autoscaler's loop).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from scheduler.api.helpers import reservation_since
 from scheduler.api.labels import (
     GROUP_NAME_ANNOTATION,
     QUEUE_ALLOCATION_GATE,
@@ -41,6 +50,7 @@ from scheduler.api.labels import (
 )
 from scheduler.api.quantity import parse_resource_list
 from scheduler.api.report import CycleReport, PodState
+from scheduler.plugins.gate_reservations import CLOCK_SKEW, RESERVATION_TIMEOUT
 from simcluster.podutil import (
     add,
     fits,
@@ -101,6 +111,131 @@ def _bound(pod: dict) -> str:
     return (pod.get("spec") or {}).get("nodeName") or ""
 
 
+def _opted_in(pod: dict) -> bool:
+    return (meta(pod).get("annotations") or {}).get(QUEUE_ALLOCATION_GATE) == "true"
+
+
+def _recorded_reservation(pod: dict, now: float) -> float | None:
+    """When the reservation recorded on ``pod`` began, if the scheduler would take it up
+    (``GateReservations._recorded_pass``, ``expire``): an opted-in pending pod, ungated or
+    gated by our gate alone (its removal on its way), stamped no later than the scheduler's
+    clock allows and not longer ago than the reservation timeout."""
+    if _bound(pod) or is_finished(pod) or meta(pod).get("deletionTimestamp"):
+        return None
+    if not _opted_in(pod):
+        return None
+    gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+    if gates and gates != [QUEUE_ALLOCATION_GATE]:
+        return None
+    since = reservation_since(pod)
+    if since is None or since > now + CLOCK_SKEW or now - since >= RESERVATION_TIMEOUT:
+        return None
+    return since
+
+
+def held_reservations(store: Store, now: float) -> tuple[set[str], set[str]]:
+    """The pods whose recorded reservation the scheduler holds when its session opens on
+    ``store``, and every pod with a recorded reservation. As ``GateReservations.load``: the
+    jobs with recorded reservations, the oldest first (then priority, creation, job), each
+    held only if its queue is open and, at the queue and every ancestor with a capability, what
+    is allocated + the reservations held so far + what the job still needs (its reserved pods
+    and, when its gang lacks members, its smallest pending others) stays within the capability
+    on each dimension that need asks for (pods never limit a queue)."""
+    queues = {meta(q)["name"]: q for q in store.list("queues")[0]}
+    parent = {name: (q.get("spec") or {}).get("parent") or "root" for name, q in queues.items()}
+    groups = {(meta(g)["namespace"], meta(g)["name"]): g for g in store.list("podgroups")[0]}
+    classes = {meta(c)["name"]: int(c.get("value") or 0) for c in store.list("priorityclasses")[0]}
+    queue_of = podgroup_queues(store)
+
+    def chain(queue: str) -> list[str]:
+        out: list[str] = []
+        while queue in queues and queue not in out:
+            out.append(queue)
+            queue = parent[queue]
+        return out
+
+    capability: dict[str, dict[str, float]] = {}
+    for name, queue in queues.items():
+        raw = (queue.get("spec") or {}).get("capability") or {}
+        try:
+            parsed = parse_resource_list(raw, obj=f"queue {name}", field="capability")
+        except ValueError:
+            continue
+        capability[name] = {r: float(v) for r, v in parsed.items() if v > 0}
+    allocated: dict[str, dict[str, float]] = defaultdict(dict)
+    jobs: dict[str, list[dict]] = defaultdict(list)
+    for pod in store.list("pods")[0]:
+        deleting = bool(meta(pod).get("deletionTimestamp"))
+        if _bound(pod) and not is_finished(pod) and not deleting:
+            for level in chain(pod_queue(pod, queue_of)):
+                add(allocated[level], pod_requests(pod))
+        group = (meta(pod).get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        namespace = meta(pod)["namespace"]
+        jobs[f"{namespace}/{group}" if group else f"{namespace}/pod:{meta(pod).get('uid')}"].append(
+            pod
+        )
+    claims, stamped = [], set()
+    for job, members in jobs.items():
+        reserved = [(p, t) for p in members if (t := _recorded_reservation(p, now)) is not None]
+        stamped.update(_ref(p) for p, _ in reserved)
+        if not reserved:
+            continue
+        group = groups.get((meta(members[0])["namespace"], job.split("/", 1)[1]))
+        if group is not None:
+            spec = group.get("spec") or {}
+            minimum = int(spec.get("minMember") or 1)
+            priority = classes.get(str(spec.get("priorityClassName") or ""), 0)
+            creation = meta(group).get("creationTimestamp") or ""
+        else:
+            pod_spec = members[0].get("spec") or {}
+            minimum = 1
+            priority = int(pod_spec.get("priority") or 0)
+            creation = meta(members[0]).get("creationTimestamp") or ""
+        need: dict[str, float] = {}
+        for pod, _ in reserved:
+            add(need, pod_requests(pod))
+        ready = sum(1 for p in members if _bound(p) and not meta(p).get("deletionTimestamp"))
+        pending = [p for p in members if not _bound(p) and not is_finished(p)]
+        pipelined = sum(1 for p in pending if (p.get("status") or {}).get("nominatedNodeName"))
+        lacking = minimum - ready - pipelined - len(reserved)
+        if lacking > 0:
+            keys = {_ref(p) for p, _ in reserved}
+            others = sorted(
+                (
+                    p
+                    for p in pending
+                    if _ref(p) not in keys and not meta(p).get("deletionTimestamp")
+                ),
+                key=lambda p: (pod_requests(p).get("cpu", 0), pod_requests(p).get("memory", 0)),
+            )
+            for pod in others[:lacking]:
+                add(need, pod_requests(pod))
+        since = min(t for _, t in reserved)
+        queue = pod_queue(members[0], queue_of)
+        claims.append((since, -priority, creation, job, queue, need, [p for p, _ in reserved]))
+    held: set[str] = set()
+    taken: dict[str, dict[str, float]] = defaultdict(dict)
+    for *_, queue, need, pods in sorted(claims, key=lambda c: c[:4]):
+        if (
+            queue not in queues
+            or ((queues[queue].get("status") or {}).get("state") or "Open") != "Open"
+        ):
+            continue
+        levels = chain(queue)
+        dims = [r for r, v in need.items() if v > 0 and r != "pods"]
+        if any(
+            allocated[level].get(r, 0.0) + taken[level].get(r, 0.0) + need[r]
+            > capability.get(level, {}).get(r, float("inf")) + EPSILON
+            for level in levels
+            for r in dims
+        ):
+            continue
+        for level in levels:
+            add(taken[level], need)
+        held.update(_ref(p) for p in pods)
+    return held, stamped
+
+
 def _ready(node: dict) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = [c for c in conditions if c.get("type") == "Ready"]
@@ -131,6 +266,18 @@ class Tracker:
     streaks: dict[tuple[int, str], int] = field(default_factory=lambda: defaultdict(int))
     full_gangs: set[str] = field(default_factory=set)
     reported: set[tuple] = field(default_factory=set)
+    # At the cycle's session open (``open_cycle``): the pods whose recorded reservation the
+    # scheduler holds, and every pod with one (None: not computed, every one counts).
+    # queue -> when the workload last changed its capability or state (set by the runner)
+    queue_changed: dict[str, float] = field(default_factory=dict)
+    held: set[str] | None = None
+    stamped: set[str] = field(default_factory=set)
+    gated_reserved: set[str] = field(default_factory=set)  # counted by ``queues`` this cycle
+
+    def open_cycle(self, store: Store, now: float) -> None:
+        """Before a cycle, on the objects its session opens on (the runner calls it once the
+        simulation has stepped and the churn is done)."""
+        self.held, self.stamped = held_reservations(store, now)
 
     def streak(self, invariant: int, key: str, holds: bool) -> int:
         if not holds:
@@ -207,11 +354,16 @@ class Tracker:
         parent = {name: (q.get("spec") or {}).get("parent") or "root" for name, q in queues.items()}
         used: dict[str, dict[str, float]] = defaultdict(dict)
         members: dict[str, list[str]] = defaultdict(list)
+        self.gated_reserved = set()
         for pod in pods:
+            # A reservation recorded before the cycle counts if the scheduler held it at
+            # session open; one recorded during the cycle (a gate removed) always counts.
+            key = _ref(pod)
             reserved = (
                 not _bound(pod)
-                and not _gated(pod)
+                and (not _gated(pod) or reservation_since(pod) is not None)
                 and QUEUE_RESERVATION_ANNOTATION in (meta(pod).get("annotations") or {})
+                and (self.held is None or key in self.held or key not in self.stamped)
             )
             # A terminating pod's resources are being released: Volcano's queue figures count
             # only allocated tasks (api.AllocatedStatus), not Releasing ones.
@@ -220,6 +372,8 @@ class Tracker:
             )
             if not (allocated or reserved):
                 continue
+            if reserved and _gated(pod):
+                self.gated_reserved.add(key)
             queue, seen = pod_queue(pod, groups), set()
             while queue in queues and queue not in seen:  # the queue and each ancestor
                 seen.add(queue)
@@ -336,6 +490,9 @@ class Tracker:
             queue, seen, room = pod_queue(pod, groups), set(), True
             if queue not in queues:
                 continue
+            # A gated pod holding a reservation (its gate removal lost) counts in ``used``:
+            # that room is its own.
+            own = 1.0 if key in self.gated_reserved else 0.0
             while queue in queues and queue not in seen:
                 seen.add(queue)
                 q = queues[queue]
@@ -350,7 +507,8 @@ class Tracker:
                 for resource, limit in capability.items():
                     if (
                         limit > 0
-                        and used.get(queue, {}).get(resource, 0.0) + request.get(resource, 0.0)
+                        and used.get(queue, {}).get(resource, 0.0)
+                        + (1.0 - own) * request.get(resource, 0.0)
                         > limit + EPSILON
                     ):
                         room = False

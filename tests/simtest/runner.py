@@ -21,6 +21,7 @@ from scheduler.api.labels import GROUP_NAME_ANNOTATION
 from scheduler.api.report import CycleReport
 from scheduler.service import WATCHED_KINDS
 from simcluster.api.errors import ApiError
+from simcluster.autoscaler.records import ScaleUp
 from simcluster.faults import ALL_KINDS, FaultConfig, Faults
 from simcluster.podutil import meta
 from simcluster.store import NotFound
@@ -122,6 +123,7 @@ def run(
             if restarts:
                 _restart(h, rng, result)
             h.sim.step(h.clock.now())
+            tracker.open_cycle(h.store, h.clock.now())
             injected = sum(injector.counts.values())
             try:
                 report = _cycle(h)
@@ -135,7 +137,10 @@ def run(
             tracker.deleted.update(_deleted_by_faults(injector))
             tracker.refused = _refused_status_writes(injector, injected)
             tracker.bind_refused.update(_refused_binds(injector, injected))
-            summary = h.sim.ledger.summary() if workload.autoscaler != "none" else None
+            summary = None
+            if workload.autoscaler != "none":
+                false_ups = _false_scale_ups(h.sim.ledger.scale_ups, tracker.queue_changed)
+                summary = {**h.sim.ledger.summary(), "false_scale_ups": false_ups}
             for violation in tracker.check(h.store, report, summary):
                 result.violations.append(Found(seed, cycle, violation))
             result.cycles = cycle
@@ -241,6 +246,7 @@ def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> 
                 queue.setdefault("spec", {})["capability"] = {"cpu": cpu}
 
             _mutate(h, "queues", name, capability)
+            tracker.queue_changed[name] = h.clock.now()
             result.churn["queue capability changed"] += 1
         else:
             state = rng.choice(("Closed", "Open"))
@@ -249,7 +255,23 @@ def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> 
                 queue.setdefault("status", {})["state"] = state
 
             _mutate(h, "queues", name, close)
+            tracker.queue_changed[name] = h.clock.now()
             result.churn[f"queue {state.lower()}"] += 1
+
+
+def _false_scale_ups(scale_ups: list[ScaleUp], queue_changed: dict[str, float]) -> int:
+    """The false scale-ups the scheduler answers for. The simulation steps (the autoscalers
+    act) between the churn and the cycle: a scale-up whose every triggering pod's queue the
+    churn changed at that very step was made on PodScheduled conditions the scheduler wrote
+    before the change, while the queue had room (the next cycle rewrites them). That is the
+    user's change racing the autoscaler's loop, as it can in a real cluster, not a wrong
+    marking."""
+    return sum(
+        1
+        for record in scale_ups
+        if record.false_scale_up
+        and not all(queue_changed.get(p.queue) == record.time for p in record.pods)
+    )
 
 
 def _mutate(h: Harness, kind: str, name: str, change: Callable[[dict], None]) -> None:

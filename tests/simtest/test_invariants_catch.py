@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.api.labels import QUEUE_RESERVATION_ANNOTATION
 from scheduler.api.report import PodState
 from scheduler.kube.client import ApiError
 from simcluster.api.errors import ApiError as SimApiError
@@ -265,4 +266,103 @@ def test_invariant_6_excuses_a_gang_whose_member_the_api_refused_to_bind(monkeyp
     assert seen["team-0"]["spec"]["nodeName"]  # the gang is partial
     assert condition(seen["team-1"])["reason"] == "SchedulerError"
     assert result.faults["conflict"] >= 6
+    assert result.violations == [], [f.describe() for f in result.violations]
+
+
+def test_invariant_2_catches_a_gate_removed_past_the_capability():
+    """A pod of the full queue let through its gate — a reservation recorded on it, as the
+    scheduler records one — holds room the queue does not have."""
+
+    def let_through(h: Harness) -> None:
+        pod = next(p for p in pods(h, "queued") if not p["spec"].get("nodeName"))
+
+        def ungate(p: dict) -> None:
+            p["spec"]["schedulingGates"] = []
+            p["metadata"]["annotations"][QUEUE_RESERVATION_ANNOTATION] = "2023-11-14T22:13:30Z"
+
+        h.store.mutate("pods", "sim", meta(pod)["name"], ungate)
+
+    result = play(once(10, let_through))
+    assert [f.violation.invariant for f in result.violations] == [2]
+    assert "queue/small" in result.violations[0].violation.objects
+
+
+def test_invariant_2_counts_no_reservation_its_queue_no_longer_holds():
+    """A recorded reservation is held while its job still fits its queue
+    (GateReservations.load): a gang of four that passed its queue, lost two members and then
+    saw its queue's capability lowered under what its two left hold releases it, and the
+    queue's room goes to a pod that fits. The stamp left on the gang's pods is not room taken."""
+    scenario = {
+        "name": "lowered",
+        "namespaces": [{"name": "sim"}],
+        "queues": [{"name": "q", "spec": {"capability": {"cpu": "8"}}}],
+        "nodes": [{"name": "n1", "capacity": {"cpu": "2", "memory": "32Gi", "pods": "110"}}],
+        "workload": [
+            {"at": 0, "name": "gang", "namespace": "sim", "replicas": 4, "queue": "q",
+             "podGroup": {"minMember": 4}, "requests": {"cpu": "1"}, "duration": 3600,
+             "annotations": GATE},
+            {"at": 6, "name": "small", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "500m"}, "duration": 3600, "annotations": GATE},
+        ],
+    }  # fmt: skip
+    seen: dict[str, dict] = {}
+
+    def shrink(h: Harness, cycle: int) -> None:
+        if cycle == 3:  # ungated with reservations, the gang fits no node (2 CPU): its owner
+            # deletes two members
+            assert all(meta(p)["annotations"].get(QUEUE_RESERVATION_ANNOTATION)
+                       for p in pods(h, "gang"))  # fmt: skip
+            h.cluster.delete("pods", "sim", "gang-1", {})
+            h.cluster.delete("pods", "sim", "gang-2", {})
+        if cycle == 4:  # 1 CPU: under the 2 CPU the two left hold
+            h.store.mutate("queues", "", "q", lambda q: q["spec"].update(capability={"cpu": "1"}))
+        seen.update({meta(p)["name"]: p for p in h.store.list("pods")[0]})
+
+    result = run(
+        0, cycles=10, faults=FaultConfig(), restarts=False, churn=False, sabotage=shrink,
+        workload=Workload(0, scenario, "none", gated=True, horizon=0),
+    )  # fmt: skip
+    assert seen["small"]["spec"].get("nodeName") == "n1"  # the queue's 1 CPU took it
+    assert QUEUE_RESERVATION_ANNOTATION in meta(seen["gang-0"])["annotations"]  # left there
+    assert not seen["gang-0"]["spec"].get("nodeName")
+    assert result.violations == [], [f.describe() for f in result.violations]
+
+
+def test_invariant_8_excuses_a_scale_up_on_a_condition_the_queue_change_overtook(monkeypatch):
+    """The cycle marks a pod Unschedulable while its queue has room; the workload then lowers
+    the queue's capability under it, and the autoscaler's loop, running before the next cycle
+    rewrites the condition, buys a node for it. The ledger calls it false (the queue no
+    longer admits the pod); the scheduler's marking was right when it was written. A false
+    scale-up on a queue nobody changed is still reported (test_invariant_8_catches_…)."""
+    scenario = {
+        "name": "overtaken",
+        "namespaces": [{"name": "sim"}],
+        "queues": [{"name": "q", "spec": {"capability": {"cpu": "8"}}}],
+        "nodes": [{"name": "n1", "capacity": {"cpu": "2", "memory": "32Gi", "pods": "110"}}],
+        "nodeGroups": [
+            {"name": "pool", "min": 0, "max": 3, "provisionDelay": 5,
+             "template": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}},
+        ],
+        "workload": [
+            {"at": 0, "name": "wide", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "4"}, "duration": 3600, "annotations": GATE},
+        ],
+    }  # fmt: skip
+    steps = iter(range(1, 1000))
+
+    def lower_before_the_scan(h, rng, tracker, result) -> None:
+        # Cluster Autoscaler scans every 10 s (t=0, t=10: step 11), and "wide" is marked
+        # Unschedulable from cycle 1 on: lowered at step 11, after cycle 10 marked it
+        if next(steps) == 11:
+            h.store.mutate("queues", "", "q", lambda q: q["spec"].update(capability={"cpu": "1"}))
+            tracker.queue_changed["q"] = h.clock.now()
+
+    monkeypatch.setattr(runner, "_churn", lower_before_the_scan)
+    ledgers = []
+    result = run(
+        0, cycles=14, faults=FaultConfig(), restarts=False,
+        sabotage=lambda h, cycle: ledgers.append(h.sim.ledger),
+        workload=Workload(0, scenario, "cluster-autoscaler", gated=True, horizon=0),
+    )  # fmt: skip
+    assert [r.false_scale_up for r in ledgers[-1].scale_ups] == [True]
     assert result.violations == [], [f.describe() for f in result.violations]
