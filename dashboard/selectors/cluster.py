@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
 from dashboard import kube
-from scheduler.api.labels import QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
+from scheduler.api.labels import PROVISIONER_LABEL, QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
 from scheduler.api.queue_info import as_written, unlimited_by_rule
 
 AUTOSCALER_REASONS = {"TriggeredScaleUp", "NotTriggerScaleUp", "ScaleDown"}
@@ -188,12 +188,12 @@ def queue_specs() -> dict[str, dict]:
 
 
 def scale_up_records() -> list[dict]:
-    """The simulated autoscalers' records on the nodes they added, newest first. The nodes are
-    read as the API's JSON, not as the generated client's models: at a few thousand nodes
-    building those models took seconds of a page view."""
+    """The simulated autoscalers' records on the nodes they added, newest first. Only those
+    nodes are listed (they carry ``sim.sluice.io/provisioner``: a label selector, not every
+    node of the cluster), read as the API's JSON rather than the generated client's models."""
 
     def list_nodes(**kw):
-        return core_api().list_node(_preload_content=False, **kw)
+        return core_api().list_node(label_selector=PROVISIONER_LABEL, _preload_content=False, **kw)
 
     nodes = json.loads(cluster_call("list nodes", list_nodes).data).get("items") or []
     records = []

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Permission, User
 from dashboard import kube
 from dashboard.models import NamespaceOptInChange
 from dashboard.tasks.history import store_cycle_report
-from scheduler.api.labels import QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
+from scheduler.api.labels import PROVISIONER_LABEL, QUEUE_ALLOCATION_GATE, SCALE_UP_ANNOTATION
 from tests.builders import (
     body,
     cycle_report,
@@ -162,7 +162,8 @@ def test_autoscaler_page_marks_false_scale_ups(client, cluster):
         "pods": [{"namespace": "research", "name": "notebook-5", "uid": "u5",
                   "queue": "research", "could_run": False, "landed": False}],
     }  # fmt: skip
-    scaled = node("highmem-1", annotations={SCALE_UP_ANNOTATION: json.dumps(record)}, ready=True)
+    scaled = node("highmem-1", annotations={SCALE_UP_ANNOTATION: json.dumps(record)}, ready=True,
+                  labels={PROVISIONER_LABEL: "cluster-autoscaler"})  # fmt: skip
     cluster.core.create_node(body(scaled))
     cluster.core.create_node(body(node("cpu-1", ready=True)))
 
@@ -182,9 +183,12 @@ def test_autoscaler_page_without_records_has_an_empty_state(client, cluster):
     assert "No node carries a scale-up record" in page
 
 
-def test_autoscaler_page_asks_the_cluster_for_autoscaler_events_only(client, cluster, monkeypatch):
-    """A scheduler writes several events per pod: the page lists events by reason (a field
-    selector) and never every event of the cluster."""
+def test_autoscaler_page_asks_the_cluster_for_autoscaler_events_and_nodes_only(
+    client, cluster, monkeypatch
+):
+    """A scheduler writes several events per pod, and a cluster may hold thousands of nodes:
+    the page lists events by reason (a field selector) and the nodes an autoscaler added (a
+    label selector), never every event or node of the cluster."""
     for i, reason in enumerate(["TriggeredScaleUp", "Scheduled", "Scheduled", "FailedScheduling"]):
         cluster.core.create_namespaced_event("research", {
             "metadata": {"name": f"e{i}", "namespace": "research"},
@@ -196,7 +200,7 @@ def test_autoscaler_page_asks_the_cluster_for_autoscaler_events_only(client, clu
     list_page = cluster.cluster.list_page
 
     def recording(plural, namespace, labels, fields, **kw):
-        lists.append((plural, fields))
+        lists.append((plural, fields, labels))
         return list_page(plural, namespace, labels, fields, **kw)
 
     monkeypatch.setattr(cluster.cluster, "list_page", recording)
@@ -204,5 +208,7 @@ def test_autoscaler_page_asks_the_cluster_for_autoscaler_events_only(client, clu
     page = client.get("/autoscaler/").content.decode()
 
     assert "TriggeredScaleUp for p0" in page and "Scheduled for p1" not in page
-    events = [fields for plural, fields in lists if plural == "events"]
+    events = [fields for plural, fields, _ in lists if plural == "events"]
     assert events and all((fields or "").startswith("reason=") for fields in events)
+    nodes = [labels for plural, _, labels in lists if plural == "nodes"]
+    assert nodes == [PROVISIONER_LABEL]
