@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import threading
 import time
 from collections import Counter
@@ -208,8 +209,12 @@ class Faults:
         path: str,
         query: dict[str, str],
         answer: Callable[[], tuple[int, Any]],
+        body: bytes = b"",
     ) -> tuple[int, Any]:
-        """Answer one request, perhaps with a fault; ``answer()`` serves it for real."""
+        """Answer one request, perhaps with a fault; ``answer()`` serves it for real. A PATCH's
+        fate also depends on what it changes (``_patch_shape``): two writers patching the same
+        pod at once (its reservation stamp, its gate removal) each meet the faults of their own
+        patch whichever lands first."""
         key = f"{method} {path}"
         is_watch = method == "GET" and (
             (query.get("watch") or "").lower() in ("true", "1") or "/watch/" in path
@@ -227,15 +232,18 @@ class Faults:
             return code, payload
         if method not in WRITE_METHODS:
             return answer()
-        self._refuse(key)
-        if self._hit("slow", key):
+        draw = f"{key} {_patch_shape(body)}" if method == "PATCH" else key
+        self._refuse(key, draw)
+        if self._hit("slow", draw):
             self.record("slow", key)
             time.sleep(self.config.slow_seconds)
-        self._delete_pod_first(path, key)
+        self._delete_pod_first(path, key, draw)
         return answer()
 
-    def _refuse(self, key: str) -> None:
-        if self._hit("conflict", key):
+    def _refuse(self, key: str, draw: str | None = None) -> None:
+        """Refuse the write ``key`` (method and path) perhaps; ``draw`` keys its draws."""
+        key_drawn = draw or key
+        if self._hit("conflict", key_drawn):
             self.record("conflict", key)
             raise ApiError(
                 409,
@@ -243,25 +251,25 @@ class Faults:
                 "your changes to the latest version and try again (injected fault)",
                 reason="Conflict",
             )
-        if self._hit("throttle", key):
+        if self._hit("throttle", key_drawn):
             self.record("throttle", key)
             raise ApiError(
                 429, "Too many requests, please try again later (injected fault)",
                 reason="TooManyRequests",
             )  # fmt: skip
-        if self._hit("server_error", key):
+        if self._hit("server_error", key_drawn):
             self.record("server_error", key)
             raise ApiError(
                 500, "Internal error occurred: etcdserver: request timed out (injected fault)",
                 reason="InternalError",
             )  # fmt: skip
 
-    def _delete_pod_first(self, path: str, key: str) -> None:
+    def _delete_pod_first(self, path: str, key: str, draw: str | None = None) -> None:
         """A write to a pod (its binding, status or eviction): its owner deletes it just before."""
         parts = [p for p in path.split("/") if p]
         if self.cluster is None or len(parts) < 6 or parts[:3] != ["api", "v1", "namespaces"]:
             return
-        if parts[4] != "pods" or not self._hit("pod_delete", key):
+        if parts[4] != "pods" or not self._hit("pod_delete", draw or key):
             return
         with contextlib.suppress(NotFound):
             self.cluster.store.delete("pods", parts[3], parts[5])
@@ -351,6 +359,24 @@ class Faults:
         else:
             store.create("poddisruptionbudgets", budget)
         self.record("pdb", f"{namespace}/{name}")
+
+
+def _patch_shape(body: bytes) -> str:
+    """What a PATCH body changes, without its values: a JSON patch's operations and paths, or
+    a merge patch's keys two levels deep (``status.conditions``, ``status.nominatedNodeName``)."""
+    try:
+        patch = json.loads(body or b"null")
+    except ValueError:
+        return ""
+    if isinstance(patch, list):
+        return ",".join(f"{op.get('op')}:{op.get('path')}" for op in patch if isinstance(op, dict))
+    if isinstance(patch, dict):
+        return ",".join(
+            f"{k}.{sub}" if isinstance(v, dict) and v else k
+            for k, v in sorted(patch.items())
+            for sub in (sorted(v) if isinstance(v, dict) and v else [""])
+        )
+    return ""
 
 
 def _not_ready(node: dict) -> None:

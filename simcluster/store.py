@@ -199,6 +199,12 @@ class Store:
         self._rv = 0
         self._observers: list[Callable[[WatchEvent], None]] = []
         self.generation = 0  # counts ``load``s: what a controller read before one is stale
+        # UIDs are random (uuid4), as kube-apiserver's; with a seed, each is derived from the
+        # seed, the object's kind and key and how many objects of that key were created before
+        # (uuid5): a replay gives every object the UID it had, whatever order threads create
+        # objects in, and UID tie-breaks (task and job order) decide alike.
+        self.uid_seed: str | None = None
+        self._created: dict[tuple[str, Key], int] = {}
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -339,11 +345,18 @@ class Store:
         with self._lock:
             if key in self._objects[kind]:
                 raise AlreadyExists(f"{describe(kind, *key)} already exists")
-            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("uid", self._new_uid(kind, key))
             meta.setdefault("creationTimestamp", utc_timestamp(self._now()))
             meta.pop("deletionTimestamp", None)
             bisect.insort(self._keys[kind], key)
             return self._write(kind, key, obj, "ADDED")
+
+    def _new_uid(self, kind: str, key: Key) -> str:
+        if self.uid_seed is None:
+            return str(uuid.uuid4())
+        n = self._created.get((kind, key), 0)
+        self._created[(kind, key)] = n + 1
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.uid_seed}/{kind}/{'/'.join(key)}/{n}"))
 
     def update(self, kind: str, obj: dict, *, check_version: bool = True) -> dict:
         """Replace an object. A ``metadata.resourceVersion`` that is not current is a Conflict."""

@@ -70,8 +70,9 @@ def dispatch(cluster: Cluster, request: RequestContext, faults: Faults | None = 
     """Serve ``request``; with ``faults`` (``simcluster.faults``), perhaps with an injected one."""
     if faults is not None:
         return faults.serve(
-            request.method, request.path, request.query, lambda: dispatch(cluster, request)
-        )
+            request.method, request.path, request.query, lambda: dispatch(cluster, request),
+            request.body,
+        )  # fmt: skip
     parts = [p for p in request.path.split("/") if p]
     document = _discovery(parts, request)
     if document is not None:

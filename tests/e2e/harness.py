@@ -7,6 +7,8 @@ catch up again — so every test reads a settled cluster, deterministically.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubernetes import client
 
 from scheduler.admission.context import Admission
@@ -46,9 +48,15 @@ class Harness:
         autoscaler: str = "none",
         webhook_url: str = "",
         config: SchedulerConfig | None = None,
+        setup: Callable[[Harness], None] | None = None,
+        uid_seed: str | None = None,
     ) -> None:
+        """``setup(harness)``, when given, runs once the cluster and the simulation exist and
+        before the scheduler starts (its informers' first list and watch come after it);
+        ``uid_seed`` makes the cluster's UIDs the same in every run (``Store.uid_seed``)."""
         self.clock = VirtualClock(START)
         self.store = Store(self.clock.now)
+        self.store.uid_seed = uid_seed
         ensure_system_namespace(self.store)  # as kube-apiserver: the cluster's identity
         webhook = Webhook(webhook_url, "Fail", 5.0) if webhook_url else None
         self.cluster = Cluster(self.store, self.clock.now, webhook)
@@ -65,6 +73,8 @@ class Harness:
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
         self.config = config or default_config()
+        if setup is not None:
+            setup(self)
         self.service = self._new_service()
         self.standby: list[SchedulerService] = []  # services a failover left running idle
         self.reports: list[CycleReport] = []

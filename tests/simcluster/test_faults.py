@@ -184,3 +184,78 @@ def test_the_simulated_cluster_passes_its_faults_to_the_webhook(tmp_path):
     path.write_text(yaml.safe_dump({**SCENARIO, "faults": {"webhookTimeout": 0.5}}))
     sim = build(SimClusterOptions(scenario=str(path), webhook_url="http://127.0.0.1:9/mutate"))
     assert sim.cluster.webhook is not None and sim.cluster.webhook.faults is sim.faults
+
+
+def _fates(faults: Faults, requests: list[tuple[str, bytes]]) -> dict[bytes, str]:
+    """What each PATCH of the pod ``sim/p`` met, sent in the given order."""
+    fates = {}
+    for path, patch in requests:
+        try:
+            faults.serve("PATCH", path, {}, lambda: (200, {}), patch)
+            fates[patch] = "served"
+        except Exception as exc:  # an injected refusal
+            fates[patch] = type(exc).__name__ + str(getattr(exc, "code", ""))
+    return fates
+
+
+def test_two_writers_patching_one_pod_each_meet_their_own_faults_whatever_lands_first():
+    """A request's fate is drawn from the seed, its method and path and how many times that
+    was asked before; two different patches of one pod racing (a reservation stamp and a gate
+    removal) would swap their fates with the order they land in. What a PATCH changes is part
+    of its draw, so each patch meets the same fault in either order."""
+    path = "/api/v1/namespaces/sim/pods/p"
+    stamp = json.dumps([{"op": "test", "path": "/metadata/uid", "value": "u1"},
+                        {"op": "add", "path": "/metadata/annotations", "value": {}}]).encode()  # fmt: skip
+    ungate = json.dumps([{"op": "replace", "path": "/metadata/resourceVersion", "value": "7"},
+                         {"op": "replace", "path": "/spec/schedulingGates", "value": []}]).encode()  # fmt: skip
+    for seed in range(40):
+        config = FaultConfig(seed=seed, conflict=0.3, throttle=0.3, server_error=0.3)
+        one = _fates(Faults(config), [(path, stamp), (path, ungate)])
+        other = _fates(Faults(config), [(path, ungate), (path, stamp)])
+        assert one == other, seed
+    # and the fates do differ between the two patches for some seeds (the draw is not shared)
+    differ = sum(
+        len(set(_fates(Faults(FaultConfig(seed=s, conflict=0.5)),
+                       [(path, stamp), (path, ungate)]).values())) > 1
+        for s in range(40)
+    )  # fmt: skip
+    assert differ > 0
+    # a value change alone (another resourceVersion) is the same patch: the next draw
+    again = ungate.replace(b'"7"', b'"8"')
+    faults = Faults(FaultConfig(seed=3, conflict=0.5))
+    first, second = _fates(faults, [(path, ungate)]), _fates(faults, [(path, again)])
+    assert (
+        faults._asked[
+            f"conflict|PATCH {path} replace:/metadata/resourceVersion,replace:/spec/schedulingGates"
+        ]
+        == 2
+    )
+    assert set(first) | set(second) == {ungate, again}
+
+
+def test_a_seeded_store_gives_each_object_the_same_uid_in_every_run():
+    """kube-apiserver's UIDs are random; a replay of a simulation needs them as they were
+    (UIDs break ties in task and job order). With ``uid_seed`` a UID depends on the seed, the
+    kind, the key and how many objects of that key were created before — not on the order
+    objects are created in."""
+
+    def fresh(name: str) -> dict:
+        obj = pod(name, namespace="sim")
+        obj["metadata"].pop("uid", None)  # as a client sends it: the API server sets it
+        return obj
+
+    def uids(order: list[str], seed: str | None) -> dict[str, str]:
+        store = Store(lambda: 0.0)
+        store.uid_seed = seed
+        return {name: meta(store.create("pods", fresh(name)))["uid"]
+                for name in order}  # fmt: skip
+
+    assert uids(["a", "b"], "s1") == uids(["b", "a"], "s1")
+    assert uids(["a", "b"], "s1") != uids(["a", "b"], "s2")
+    assert uids(["a"], None) != uids(["a"], None)  # random without a seed
+    store = Store(lambda: 0.0)
+    store.uid_seed = "s1"
+    first = meta(store.create("pods", fresh("a")))["uid"]
+    store.delete("pods", "sim", "a")
+    again = meta(store.create("pods", fresh("a")))["uid"]
+    assert first != again  # a new object of the same name is another object

@@ -105,12 +105,23 @@ def run(
     faults = faults if faults is not None else fault_config(seed, None)
     result = Result(seed, autoscaler=workload.autoscaler)
     started = time.perf_counter()
-    h = Harness(workload.scenario, autoscaler=workload.autoscaler)
-    try:
+    injectors: list[Faults] = []
+
+    def setup(h: Harness) -> None:
+        """Before the scheduler starts: its informers' first watches meet the faults as every
+        later request does (started before, they raced the faults' installation, and whether a
+        first resume could be answered 410 depended on the machine's load)."""
         _prepare(h, workload)
         injector = Faults(faults, h.cluster)
         h.server.faults = injector  # each request's faults
         h.sim.faults = injector  # each round's: nodes, budgets (Simulation.step ticks it)
+        injectors.append(injector)
+
+    h = Harness(
+        workload.scenario, autoscaler=workload.autoscaler, setup=setup, uid_seed=f"simtest/{seed}"
+    )
+    try:
+        injector = injectors[0]
         tracker = Tracker(
             gates_on=workload.gated,
             autoscaler=workload.autoscaler,
@@ -219,14 +230,19 @@ def _restart(h: Harness, rng: random.Random, result: Result) -> None:
 
 def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> None:
     """Users and controllers: a pod deleted, a queue's capability changed, a queue closed or
-    opened again. (The simulated autoscalers add nodes on their own.)"""
+    opened again. (The simulated autoscalers add nodes on their own.)
+
+    Every choice takes one draw of ``rng`` whatever it chooses from (``_pick``): a replay
+    whose cluster differs a little (a pod evicted a cycle later, as the scheduler's threads
+    interleave) still deletes and changes at the same cycles, instead of drawing differently
+    from then on (``random.choice`` draws as many bits as the list's length needs)."""
     if rng.random() < 0.03:
         pods = sorted(
             (p for p in h.store.list("pods")[0] if not meta(p).get("deletionTimestamp")),
             key=lambda p: (meta(p)["namespace"], meta(p)["name"]),
         )
-        if pods:
-            pod = rng.choice(pods)
+        pod = _pick(rng, pods)
+        if pod is not None:
             with contextlib.suppress(NotFound, ApiError):
                 h.cluster.delete("pods", meta(pod)["namespace"], meta(pod)["name"], {})
                 tracker.deleted.add(f"pod/{meta(pod)['namespace']}/{meta(pod)['name']}")
@@ -236,11 +252,12 @@ def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> 
                     result.churn["pod deleted"] += 1
     if rng.random() < 0.02:
         queues = sorted(meta(q)["name"] for q in h.store.list("queues")[0])
-        if not queues:
+        name = _pick(rng, queues)
+        change, value = rng.random(), rng.random()
+        if name is None:
             return
-        name = rng.choice(queues)
-        if rng.random() < 0.5:
-            cpu = str(rng.choice((1, 2, 4, 8, 16)))
+        if change < 0.5:
+            cpu = str((1, 2, 4, 8, 16)[int(value * 5)])
 
             def capability(queue: dict) -> None:
                 queue.setdefault("spec", {})["capability"] = {"cpu": cpu}
@@ -249,7 +266,7 @@ def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> 
             tracker.queue_changed[name] = h.clock.now()
             result.churn["queue capability changed"] += 1
         else:
-            state = rng.choice(("Closed", "Open"))
+            state = ("Closed", "Open")[int(value * 2)]
 
             def close(queue: dict) -> None:
                 queue.setdefault("status", {})["state"] = state
@@ -257,6 +274,12 @@ def _churn(h: Harness, rng: random.Random, tracker: Tracker, result: Result) -> 
             _mutate(h, "queues", name, close)
             tracker.queue_changed[name] = h.clock.now()
             result.churn[f"queue {state.lower()}"] += 1
+
+
+def _pick(rng: random.Random, items: list):
+    """One of ``items`` (None when empty) for exactly one draw of ``rng``."""
+    draw = rng.random()
+    return items[int(draw * len(items))] if items else None
 
 
 def _false_scale_ups(scale_ups: list[ScaleUp], queue_changed: dict[str, float]) -> int:

@@ -250,7 +250,7 @@ def test_invariant_6_excuses_a_gang_whose_member_the_api_refused_to_bind(monkeyp
     refused = "POST /api/v1/namespaces/sim/pods/team-1/binding"
 
     class RefusingFaults(Faults):
-        def _refuse(self, key: str) -> None:
+        def _refuse(self, key: str, draw: str | None = None) -> None:
             if key == refused:
                 self.record("conflict", key)
                 raise SimApiError(409, "the object has been modified (injected)", reason="Conflict")

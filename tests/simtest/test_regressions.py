@@ -109,7 +109,7 @@ class RefusedBinds(Faults):
         super().__init__(FaultConfig(), h.cluster)
         self.path, self.left = f"POST /api/v1/namespaces/sim/pods/{name}/binding", times
 
-    def _refuse(self, key: str) -> None:
+    def _refuse(self, key: str, draw: str | None = None) -> None:
         if key == self.path and self.left > 0:
             self.left -= 1
             self.record("conflict", key)
