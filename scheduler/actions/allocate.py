@@ -126,9 +126,11 @@ def _allocate_task(
     """Try one task; True when its queue admits it (its check passed, or it continues a
     persisted pipeline), whether or not a node was found."""
     if task.status == TaskStatus.PIPELINED:
-        if _continue_pipeline(ssn, stmt, task):
+        if _queue_still_admits(ssn, queue, task) and _continue_pipeline(ssn, stmt, task):
             return True
-        stmt.unpipeline(task)  # the nominated node no longer fits it: look again (problem 2)
+        # The nominated node no longer fits it (problem 2), or its queue no longer admits it:
+        # look again, as a pending task.
+        stmt.unpipeline(task)
     if task.sch_gated and not has_only_volcano_scheduling_gate(task.pod):
         ssn.wait(task, _gated(task))  # another controller's gate: not ours to lift
         return False
@@ -160,6 +162,22 @@ def _allocate_task(
 def _gated(task: TaskInfo) -> Status:
     gates = ", ".join(scheduling_gates(task.pod))
     return Status(Code.GATED, "allocate", f"waiting for scheduling gates to be removed: {gates}")
+
+
+def _queue_still_admits(ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+    """Does the queue still admit a task pipelined by an earlier cycle? Volcano's allocate asks
+    ``ssn.Allocatable(queue, task)`` of every task before anything else, one with a
+    NominatedNodeName included (allocateResourcesForTasks, validateNomination): a capability
+    lowered or a queue closed since the decision ends it instead of binding the pod past the
+    queue's limit. The task's share already counts in its queue's figures (a persisted decision
+    holds it), so it is taken out for the check and put back."""
+    for handler in ssn.deallocate_handlers:
+        handler(task)
+    try:
+        return ssn.allocatable(queue, task).ok
+    finally:
+        for handler in ssn.allocate_handlers:
+            handler(task)
 
 
 def _continue_pipeline(ssn: Session, stmt: Statement, task: TaskInfo) -> bool:

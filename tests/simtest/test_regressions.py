@@ -144,3 +144,49 @@ def test_a_pod_whose_bind_the_api_refused_says_why_it_still_waits():
     finally:
         h.server.faults = None
         h.close()
+
+
+def test_a_pipelined_pod_whose_queue_was_lowered_is_not_bound_past_it():
+    """Volcano's allocate asks Allocatable(queue, task) of every task first, one nominated to a
+    node included: a pod pipelined onto a node being freed, whose queue's capability is then
+    lowered under it, waits for its queue instead of being bound past the new capability when
+    the node frees. Sluice continued the persisted decision without asking the queue."""
+    h = Harness(
+        {
+            "namespaces": [{"name": "sim"}],
+            "queues": [{"name": "q", "spec": {"capability": {"cpu": "8"}}},
+                       {"name": "other", "spec": {}}],
+            "nodes": [{"name": "n1", "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}}],
+            "kubelet": {"startupDelay": 0},
+            "workload": [
+                {"at": 0, "name": "leaving", "namespace": "sim", "queue": "other",
+                 "requests": {"cpu": "3"}, "duration": 3600},
+                {"at": 4, "name": "next", "namespace": "sim", "queue": "q",
+                 "requests": {"cpu": "2"}, "duration": 600},
+            ],
+        }
+    )  # fmt: skip
+    try:
+        run_until(h, lambda: h.pod("leaving", "sim")["status"].get("phase") == "Running", 4)
+        h.cluster.delete("pods", "sim", "leaving", {})  # 30 s of grace: n1 is being freed
+
+        def names() -> set[str]:
+            return {meta(p)["name"] for p in h.store.list("pods")[0]}
+
+        def nominated() -> str:
+            pod = h.pod("next", "sim") if "next" in names() else {}
+            return (pod.get("status") or {}).get("nominatedNodeName") or ""
+
+        run_until(h, lambda: bool(nominated()), 8)
+        assert nominated() == "n1"  # pipelined there, waiting for "leaving" to go
+        h.store.mutate("queues", "", "q", lambda q: q["spec"].update(capability={"cpu": "1"}))
+        run_until(h, lambda: "leaving" not in names(), 40)
+        h.step(2)
+        assert "leaving" not in names()  # n1 is free
+        assert not bound(h, "next")  # its queue admits 1 CPU of its 2
+        assert not h.pod("next", "sim")["status"].get("nominatedNodeName")
+        waiting = {p.name: p for p in h.reports[-1].waiting}
+        assert waiting["next"].state is PodState.WAITING
+        assert waiting["next"].status.code.value == "QueueFull"
+    finally:
+        h.close()
