@@ -210,8 +210,10 @@ def _cycle(h: Harness) -> CycleReport:
     """One cycle as ``Harness.cycle`` runs it, the invariants left to the caller."""
     _settle(h)
     report = h.service.run_once()
-    h.service.gate_pool.wait_idle(10)
-    h.service.cache.wait_for_writes(10)
+    # The checks read the cluster once every write of the cycle has landed; one still in
+    # flight after 10 s is reported (as the informers not catching up), not checked around.
+    assert h.service.gate_pool.wait_idle(10), "gate removals did not finish within 10 s"
+    assert h.service.cache.wait_for_writes(10), "asynchronous writes did not finish within 10 s"
     _settle(h)
     h.reports.append(report)
     del h.reports[:-5]
