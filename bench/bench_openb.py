@@ -12,8 +12,9 @@ on 127.0.0.1 only. Then:
    stored cycles in a row decided nothing (no bind, no pipeline, no eviction: what fits is
    placed, the rest waits for pods to finish; at most ``BACKLOG_TIMEOUT`` s);
 2. for ``WINDOW`` s, logged in as the local admin, requests each dashboard page in turn, one
-   request at a time (Overview, Queues, a queue, Pods, a pod, Scheduler, History, Namespaces,
-   Risks, Autoscaler) and times each from request to the last byte of the answer;
+   request at a time, each on a new connection (Overview, Queues, a queue, Pods, a pod,
+   Scheduler, History, Namespaces, Risks, Autoscaler) and times each from request to the last
+   byte of the answer;
 3. reads every cycle that started in that window from the dashboard's database (the cycle's
    own duration, as the Scheduler and History pages show it) and compares it with the period
    (``SLUICE_CYCLE_PERIOD``, start to start);
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime
+from http import client
 from pathlib import Path
 
 import requests
@@ -66,6 +68,10 @@ PAGES = [
     ("autoscaler", "/autoscaler/"),
 ]
 PENDING = ("unschedulable", "waiting", "gated", "pipelined")
+# Each timed request on a connection of its own, as bench_health's: on a kept-alive
+# connection the development server's answers waited ~40 ms each for the client's delayed
+# ACK (its headers and body leave in separate writes), a floor that is TCP's, not the page's.
+NEW_CONNECTION = {"Connection": "close"}
 PROGRAMS = ("scheduler", "gates", "web", "sim", "beat", "redis")
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -239,6 +245,7 @@ def measure(stack: Stack) -> tuple[dict[str, list[float]], list[dict], dict[str,
         answer = http.get(stack.url + path, timeout=30)
         if answer.status_code != 200:
             raise RuntimeError(f"{path}: HTTP {answer.status_code}")
+    cookie = "; ".join(f"{k}={v}" for k, v in http.cookies.items())
     clock_start = stack.cycles()[-1]["at"]
     times: dict[str, list[float]] = {name: [] for name, _ in PAGES}
     web_cpu = dict.fromkeys(times, 0.0)  # the web server's CPU during each page's requests
@@ -248,12 +255,15 @@ def measure(stack: Stack) -> tuple[dict[str, list[float]], list[dict], dict[str,
     while time.monotonic() - started < WINDOW:
         for name, path in PAGES:
             c0, t0 = _cpu_seconds(web), time.perf_counter()
-            answer = http.get(stack.url + path, timeout=30)
-            _ = answer.content
+            connection = client.HTTPConnection("127.0.0.1", stack.port, timeout=30)
+            connection.request("GET", path, headers={"Cookie": cookie, **NEW_CONNECTION})
+            answer = connection.getresponse()
+            answer.read()
+            connection.close()
             times[name].append((time.perf_counter() - t0) * 1000)
             web_cpu[name] += _cpu_seconds(web) - c0
-            if answer.status_code != 200:
-                raise RuntimeError(f"{path}: HTTP {answer.status_code}")
+            if answer.status != 200:
+                raise RuntimeError(f"{path}: HTTP {answer.status}")
     cpu_after = stack.cpu()
     time.sleep(2 * PERIOD_S + 2)  # the window's last cycles reach the database
     window = [c for c in stack.cycles(since=clock_start) if c["at"] > clock_start]
