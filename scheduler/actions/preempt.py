@@ -151,6 +151,7 @@ def _preempt(
 
     gated = task.sch_gated
     stmt.ungate(task)  # tried as the pod it becomes once its queue has room
+
     def attempted() -> None:  # Volcano counts each node whose victims passed ValidateVictims
         ssn.preemption_attempts += 1
 
