@@ -139,6 +139,7 @@ class HeldPatch(Faults):
         path: str,
         query: dict[str, str],
         answer: Callable[[], tuple[int, Any]],
+        body: bytes = b"",
     ) -> tuple[int, Any]:
         if method != "PATCH" or path != self.path:
             return answer()
