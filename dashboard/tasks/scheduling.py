@@ -121,9 +121,9 @@ def _freeze_long_lived(*, anew: bool = False) -> None:
     """Leave what the cache holds out of the garbage collector's later collections
     (``gc.freeze``): a full collection walks every object of every cached pod, 0.5-0.9 s at
     the openb trace's 8,152 pods, and CPython ran one every few cycles inside a one-second
-    period. Done when the cache is built (``anew``: what an earlier service left frozen is
-    taken back first) and every ``FREEZE_EVERY`` cycles after it, for the pods that arrived
-    since. Frozen objects are still freed by reference counting when the cache drops them (a
+    period. Done after the first cycle of a newly built cache (``anew``: what an earlier
+    service left frozen is taken back first) and every ``FREEZE_EVERY`` cycles after it, for
+    the pods that arrived since. Frozen objects are still freed by reference counting when the cache drops them (a
     pod replaced or deleted); reference cycles among them wait for the service to be dropped,
     which unfreezes everything."""
     if anew:
@@ -214,6 +214,7 @@ class LeaderLoop:
         self.config = election_config()  # ValueError when the timings do not hold together
         self.elector: LeaderElector | None = None
         self.cycles = 0  # cycles this process started (while leading)
+        self._frozen_for: SchedulerService | None = None  # the service _freeze_long_lived saw
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -291,8 +292,7 @@ class LeaderLoop:
                 log.info("standing by: lease %s is held by %s", lease, holder,
                          extra={"object": self.worker})  # fmt: skip
             return holder or said
-        building = _service is None
-        if building:
+        if _service is None:
             log.info("leading as %s (lease %s): building the cache", self.identity, lease,
                      extra={"object": self.worker})  # fmt: skip
         try:
@@ -305,8 +305,10 @@ class LeaderLoop:
         self.cycles += 1
         report = _cycle(service, leader)
         _record(client, report)
-        if building or self.cycles % FREEZE_EVERY == 0:
-            _freeze_long_lived(anew=building)
+        fresh = service is not self._frozen_for
+        if fresh or self.cycles % FREEZE_EVERY == 0:
+            _freeze_long_lived(anew=fresh)
+            self._frozen_for = service
         return ""
 
 

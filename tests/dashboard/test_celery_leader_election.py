@@ -126,7 +126,7 @@ def test_a_worker_leads_from_its_start_and_schedules_without_beat(elected, sim):
         loop = scheduling._loop
         assert loop is not None and loop.cycles >= 1
         # The cache it built is left out of the garbage collector's full collections.
-        assert gc.get_freeze_count() > 0
+        wait_until(lambda: gc.get_freeze_count() > 0, timeout=10)
         # Beat's tick only makes sure the loop runs; it runs no cycle of its own.
         cycles = loop.cycles
         assert scheduling.run_cycle() is None
