@@ -18,7 +18,11 @@ Each is computed from the cluster's objects, independently of the scheduler's ow
    (``tests.invariants.check_cycle``, checked after every cycle of every test); every pod the
    scheduler finds fits no node gets it within ``UNSCHEDULABLE_WITHIN`` cycles;
 4. a gated pod whose queue has room and that fits a Ready, untainted node is ungated within
-   ``UNGATED_WITHIN`` cycles (pods without node constraints, not in a gang);
+   ``UNGATED_WITHIN`` cycles (pods without node constraints, not in a gang). Room is what the
+   capability leaves beside what is allocated and what every pod let through its gate holds,
+   reservation or not: an admitted job's request counts in its queue's inqueue figure (Volcano's
+   capacity plugin counts an Inqueue job's minResources) even once the capability was lowered
+   under it;
 5. a pipelined decision ends (bound or released) within ``PIPELINE_WITHIN`` cycles; no pending
    pod keeps a ``nominatedNodeName`` the scheduler no longer reports pipelined for more than
    ``NOMINATION_WITHIN`` cycles whose status write, if any, the API did not refuse;
@@ -272,7 +276,8 @@ class Tracker:
     queue_changed: dict[str, float] = field(default_factory=dict)
     held: set[str] | None = None
     stamped: set[str] = field(default_factory=set)
-    gated_reserved: set[str] = field(default_factory=set)  # counted by ``queues`` this cycle
+    # queue -> what is allocated and what every pod let through its gate holds (``queues``)
+    queue_admitted: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def open_cycle(self, store: Store, now: float) -> None:
         """Before a cycle, on the objects its session opens on (the runner calls it once the
@@ -354,7 +359,7 @@ class Tracker:
         parent = {name: (q.get("spec") or {}).get("parent") or "root" for name, q in queues.items()}
         used: dict[str, dict[str, float]] = defaultdict(dict)
         members: dict[str, list[str]] = defaultdict(list)
-        self.gated_reserved = set()
+        admitted: dict[str, dict[str, float]] = defaultdict(dict)
         for pod in pods:
             # A reservation recorded before the cycle counts if the scheduler held it at
             # session open; one recorded during the cycle (a gate removed) always counts.
@@ -370,15 +375,25 @@ class Tracker:
             allocated = (
                 _bound(pod) and not is_finished(pod) and not meta(pod).get("deletionTimestamp")
             )
-            if not (allocated or reserved):
+            if not (allocated or reserved or (not _bound(pod) and not _gated(pod))):
                 continue
-            if reserved and _gated(pod):
-                self.gated_reserved.add(key)
+            # For invariant 4: a pod let through its gate (ungated, stamped) is an admitted
+            # job whether or not its reservation is still held — its request counts in its
+            # queue's inqueue figure, as Volcano's capacity plugin counts an Inqueue job's
+            # minResources, and holds the queue against gated pods.
+            let_through = (
+                not _bound(pod)
+                and not _gated(pod)
+                and QUEUE_RESERVATION_ANNOTATION in (meta(pod).get("annotations") or {})
+            )
             queue, seen = pod_queue(pod, groups), set()
             while queue in queues and queue not in seen:  # the queue and each ancestor
                 seen.add(queue)
-                add(used[queue], pod_requests(pod))
-                members[queue].append(_ref(pod))
+                if allocated or reserved:
+                    add(used[queue], pod_requests(pod))
+                    members[queue].append(_ref(pod))
+                if allocated or let_through:
+                    add(admitted[queue], pod_requests(pod))
                 queue = parent[queue]
         found = []
         for name, queue in queues.items():
@@ -402,6 +417,7 @@ class Tracker:
                         )
                     )
         self.queue_used = {k: dict(v) for k, v in used.items()}
+        self.queue_admitted = {k: dict(v) for k, v in admitted.items()}
         return found
 
     # -- 3 ----------------------------------------------------------------------------------
@@ -462,7 +478,7 @@ class Tracker:
         queues = {meta(q)["name"]: q for q in store.list("queues")[0]}
         groups = podgroup_queues(store)
         parent = {name: (q.get("spec") or {}).get("parent") or "root" for name, q in queues.items()}
-        used = self.queue_used  # computed by ``queues`` this cycle
+        used = self.queue_admitted  # computed by ``queues`` this cycle
         free: list[dict[str, float]] = []
         nodes = [n for n in store.list("nodes")[0] if _ready(n)]
         bound: dict[str, dict[str, float]] = defaultdict(dict)
@@ -490,9 +506,6 @@ class Tracker:
             queue, seen, room = pod_queue(pod, groups), set(), True
             if queue not in queues:
                 continue
-            # A gated pod holding a reservation (its gate removal lost) counts in ``used``:
-            # that room is its own.
-            own = 1.0 if key in self.gated_reserved else 0.0
             while queue in queues and queue not in seen:
                 seen.add(queue)
                 q = queues[queue]
@@ -507,8 +520,7 @@ class Tracker:
                 for resource, limit in capability.items():
                     if (
                         limit > 0
-                        and used.get(queue, {}).get(resource, 0.0)
-                        + (1.0 - own) * request.get(resource, 0.0)
+                        and used.get(queue, {}).get(resource, 0.0) + request.get(resource, 0.0)
                         > limit + EPSILON
                     ):
                         room = False

@@ -14,6 +14,7 @@ from simcluster.faults import FaultConfig, Faults
 from simcluster.podutil import meta
 from tests.e2e.harness import Harness, condition
 from tests.simtest import runner
+from tests.simtest.invariants import UNGATED_WITHIN
 from tests.simtest.runner import Result, run
 from tests.simtest.workload import Workload
 
@@ -365,4 +366,37 @@ def test_invariant_8_excuses_a_scale_up_on_a_condition_the_queue_change_overtook
         workload=Workload(0, scenario, "cluster-autoscaler", gated=True, horizon=0),
     )  # fmt: skip
     assert [r.false_scale_up for r in ledgers[-1].scale_ups] == [True]
+    assert result.violations == [], [f.describe() for f in result.violations]
+
+
+def test_invariant_4_counts_a_pod_let_through_as_holding_its_queue():
+    """A pod let through its gate is an admitted job: its request counts in its queue's
+    inqueue figure (Volcano's capacity plugin counts an Inqueue job's minResources) even once
+    its reservation is released because the queue's capability was lowered under it. A gated
+    pod behind it waits for the queue (QueueFull), as in Volcano: that is not room left
+    unused."""
+    scenario = {
+        "name": "admitted",
+        "namespaces": [{"name": "sim"}],
+        "queues": [{"name": "q", "spec": {"capability": {"cpu": "4"}}}],
+        "nodes": [{"name": "n1", "capacity": {"cpu": "2", "memory": "32Gi", "pods": "110"}}],
+        "workload": [
+            {"at": 0, "name": "big", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "3"}, "duration": 3600, "annotations": GATE},
+            {"at": 5, "name": "small", "namespace": "sim", "queue": "q",
+             "requests": {"cpu": "1"}, "duration": 3600, "annotations": GATE},
+        ],
+    }  # fmt: skip
+    waits: list[str] = []
+
+    def lower(h: Harness, cycle: int) -> None:
+        if cycle == 3:  # big passed its queue (4 CPU) and fits no node (2 CPU): admitted
+            h.store.mutate("queues", "", "q", lambda q: q["spec"].update(capability={"cpu": "2"}))
+        waits.extend(p.status.code.value for p in h.reports[-1].waiting if p.name == "small")
+
+    result = run(
+        0, cycles=UNGATED_WITHIN + 10, faults=FaultConfig(), restarts=False, churn=False,
+        sabotage=lower, workload=Workload(0, scenario, "none", gated=True, horizon=0),
+    )  # fmt: skip
+    assert len(waits) > UNGATED_WITHIN and set(waits) == {"QueueFull"}
     assert result.violations == [], [f.describe() for f in result.violations]
