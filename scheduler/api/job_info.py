@@ -149,6 +149,17 @@ class JobInfo:
     def pending_best_effort_num(self) -> int:
         return self._best_effort_pending
 
+    def allocated_or_pipelined(self) -> Resource:
+        """What the job holds of its queue: its allocated tasks and, as Sluice persists
+        pipeline decisions across cycles and counts them in their queue's allocated figure,
+        its pipelined ones. An admitted job's inqueue figure is its minResources beyond this,
+        so a pipelined task is counted once (in Volcano it is Pending again at the next
+        session, counted in inqueue only)."""
+        held = self.allocated.clone()
+        for task in self.index.get(TaskStatus.PIPELINED, {}).values():
+            held.add(task.resreq)
+        return held
+
     def pending_tasks(self) -> list[TaskInfo]:
         return list(self.index.get(TaskStatus.PENDING, {}).values())
 

@@ -142,7 +142,7 @@ class CapacityPlugin(Plugin):
         running_ready = job.phase == PG_RUNNING and placed >= job.min_available
         if job.phase != PG_INQUEUE and not running_ready:
             return Resource()
-        wanted = exceeded_part(job.min_resources, job.allocated)
+        wanted = exceeded_part(job.min_resources, job.allocated_or_pipelined())
         return job.deduct_sch_gated_resources(wanted)
 
     # --- checks ----------------------------------------------------------------------------

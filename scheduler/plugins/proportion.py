@@ -249,7 +249,8 @@ def _job_inqueue(job: JobInfo) -> Resource:
     placed = sum(len(tasks) for status, tasks in job.index.items() if allocated_status(status))
     if job.phase != PG_INQUEUE and not (job.phase == PG_RUNNING and placed >= job.min_available):
         return Resource()
-    return job.deduct_sch_gated_resources(exceeded_part(job.min_resources, job.allocated))
+    wanted = exceeded_part(job.min_resources, job.allocated_or_pipelined())
+    return job.deduct_sch_gated_resources(wanted)
 
 
 __all__ = ["ProportionPlugin"]

@@ -190,3 +190,44 @@ def test_a_pipelined_pod_whose_queue_was_lowered_is_not_bound_past_it():
         assert waiting["next"].status.code.value == "QueueFull"
     finally:
         h.close()
+
+
+def test_a_pipelined_pod_holds_its_queue_once():
+    """Sluice persists a pipeline decision across cycles and counts the pipelined task in its
+    queue's allocated figure; its job's inqueue figure (Volcano's capacity plugin: an Inqueue
+    job's minResources less what it has allocated) still counted it in full, so the pod held
+    its queue twice and a gated pod that fitted beside it kept its gate (QueueFull). In
+    Volcano a pipelined task is Pending again at the next session: counted once, in inqueue."""
+    h = Harness(
+        {
+            "namespaces": [{"name": "sim"}],
+            "queues": [{"name": "q", "spec": {"capability": {"cpu": "4"}}},
+                       {"name": "other", "spec": {}}],
+            "nodes": [{"name": "n1", "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}}],
+            "kubelet": {"startupDelay": 0},
+            "workload": [
+                {"at": 0, "name": "leaving", "namespace": "sim", "queue": "other",
+                 "requests": {"cpu": "3"}, "duration": 3600},
+                {"at": 4, "name": "piped", "namespace": "sim", "queue": "q",
+                 "requests": {"cpu": "2"}, "duration": 600},
+                {"at": 8, "name": "small", "namespace": "sim", "queue": "q",
+                 "requests": {"cpu": "1"}, "duration": 600, "gate": True},
+            ],
+        }
+    )  # fmt: skip
+    for arrival in h.sim.scenario.arrivals if h.sim.scenario else []:
+        gate_opted_in(arrival.pods)
+    try:
+        run_until(h, lambda: h.pod("leaving", "sim")["status"].get("phase") == "Running", 4)
+        h.cluster.delete("pods", "sim", "leaving", {})  # 30 s of grace: n1 is being freed
+        h.step(8)
+        assert h.pod("piped", "sim")["status"].get("nominatedNodeName") == "n1"
+        h.step(3)
+        waiting = {p.name: p for p in h.reports[-1].waiting}
+        assert waiting["piped"].state is PodState.PIPELINED
+        # 2 CPU pipelined + 1 CPU of "small" <= 4: the queue has room for it
+        assert gates(h.pod("small", "sim")) == [], waiting.get("small")
+        queue = next(q for q in h.reports[-1].queues if q.name == "q")
+        assert queue.allocated.get("cpu", 0) + queue.inqueue.get("cpu", 0) <= 4000
+    finally:
+        h.close()
