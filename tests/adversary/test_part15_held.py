@@ -159,3 +159,30 @@ def test_hostile_names_are_escaped_on_every_page(client, played):
         assert HOSTILE not in html, url
         if url == f"/whatif/{experiment.pk}/":
             assert "&lt;script&gt;alert" in html  # the name is shown, escaped
+
+
+@pytest.mark.django_db
+def test_a_cancel_that_arrives_mid_run_stops_it_and_keeps_no_half_result(client):
+    """A cancel request found at the running task's first progress check: status
+    cancelled, no variant stored, the comparison shows no figures."""
+    experiment = service.create(loads(GATES_TEXT))
+    Experiment.objects.filter(pk=experiment.pk).update(
+        status=Experiment.Status.RUNNING, cancel_requested=True
+    )
+    finished = service.execute(experiment.pk)
+    assert finished.status == Experiment.Status.CANCELLED
+    assert finished.done < finished.total
+    assert not finished.results.exists()
+    html = client.get(f"/whatif/{experiment.pk}/").content.decode()
+    assert "would have avoided" not in html
+
+
+@pytest.mark.django_db
+def test_the_lab_pages_are_closed_when_login_is_required(settings, client):
+    settings.SLUICE_REQUIRE_LOGIN = True
+    experiment = service.create(loads(GATES_TEXT))
+    for url in ("/whatif/", f"/whatif/{experiment.pk}/", f"/whatif/{experiment.pk}/progress/",
+                f"/whatif/{experiment.pk}/experiment.yaml",
+                f"/whatif/{experiment.pk}/variants/0/pods/"):  # fmt: skip
+        response = client.get(url)
+        assert response.status_code == 302 and "/login/" in response["Location"], url
