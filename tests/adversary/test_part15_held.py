@@ -186,3 +186,22 @@ def test_the_lab_pages_are_closed_when_login_is_required(settings, client):
                 f"/whatif/{experiment.pk}/variants/0/pods/"):  # fmt: skip
         response = client.get(url)
         assert response.status_code == 302 and "/login/" in response["Location"], url
+
+
+def test_two_experiments_played_at_once_give_what_each_gives_alone(played):
+    """Two runs of the gate-burst example in two threads at once: each the same as alone
+    (no state shared between simulated clusters or scheduler services)."""
+    import threading
+
+    alone = json.dumps(runner.comparable(played), sort_keys=True)
+    out: list[str] = ["", ""]
+
+    def play(i: int) -> None:
+        out[i] = json.dumps(runner.comparable(runner.run(loads(GATES_TEXT))), sort_keys=True)
+
+    threads = [threading.Thread(target=play, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert out == [alone, alone]
