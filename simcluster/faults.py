@@ -113,17 +113,30 @@ class FaultConfig:
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, _, value = part.partition("=")
             if key == "all":
-                data.update(ALL_KINDS if not value else dict.fromkeys(ALL_KINDS, float(value)))
+                data.update(
+                    ALL_KINDS if not value else dict.fromkeys(ALL_KINDS, _number(key, value))
+                )
                 continue
             if not value:
                 raise ValueError(f"--faults: {part!r}: expected key=value")
-            data[key] = int(value) if key == "seed" else float(value)
+            data[key] = _number(key, value)
         if seed is not None:
             data["seed"] = seed
         return cls.from_dict(data, where="--faults")
 
     def to_dict(self) -> dict:
         return {_camel(k): v for k, v in asdict(self).items()}
+
+
+def _number(key: str, value: str) -> int | float:
+    """A ``--faults`` value as a number, or a ValueError naming the flag and the key (Python's
+    own "could not convert string to float: 'abc'" names neither)."""
+    integer = key == "seed"
+    try:
+        return int(value) if integer else float(value)
+    except ValueError:
+        wanted = "an integer" if integer else "a number"
+        raise ValueError(f"--faults.{key}: expected {wanted}, got {value!r}") from None
 
 
 # Every fault kind, at rates a run of a few hundred cycles meets each of several times while
