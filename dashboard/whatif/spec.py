@@ -48,6 +48,9 @@ has no cluster of its own: it needs ``cluster: {connected: ...}``.
 from __future__ import annotations
 
 import copy
+import csv
+import functools
+import math
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,14 +58,18 @@ from typing import Any
 import yaml
 
 from dashboard.whatif import sources
+from scheduler import registry
 from scheduler.config import ConfigError, SchedulerConfig, default_config
 from simcluster.runtime import AUTOSCALERS
-from simcluster.scenario import ScenarioError, parse
+from simcluster.scenario import Scenario, ScenarioError, parse
+from simcluster.trace import POD_CSV
 
 MAX_PODS = 2_000  # pods per workload: an experiment must stay bounded
 MAX_HORIZON = 24 * 3600.0
 MAX_CYCLES = 2_000  # horizon / step, per variant
 MAX_VARIANTS = 8
+MAX_NODES = 1_523  # nodes per cluster, and per node group: the whole openb trace cluster's
+MAX_QUEUES = 100  # a trace workload's queues
 MARKINGS = ("sluice", "volcano")
 TOP_KEYS = {"name", "seed", "horizon", "step", "workload", "variants", "description", "cluster"}
 WORKLOADS = ("scenario", "trace", "recorded")
@@ -222,16 +229,28 @@ class Spec:
 
 
 def trace_arguments(raw: dict) -> dict:
+    """A trace workload's arguments, defaults filled in; a wrong one is a SpecError naming it
+    (a number must be finite; ``cpuOnly`` a YAML boolean)."""
+    cpu_only = raw.get("cpuOnly", False)
+    if not isinstance(cpu_only, bool):
+        raise SpecError("cpuOnly: expected true or false")
     return {
-        "skipPods": int(raw.get("skipPods", 7800)),
-        "pods": int(raw.get("pods", 200)),
-        "nodes": int(raw.get("nodes", 20)),
-        "queues": int(raw.get("queues", 4)),
-        "timeCompression": float(raw.get("timeCompression", 20.0)),
-        "nodeGroupMax": int(raw.get("nodeGroupMax", 10)),
-        "queueShare": float(raw.get("queueShare", 0.5)),
-        "cpuOnly": bool(raw.get("cpuOnly", False)),
+        "skipPods": _number(raw, "skipPods", "", 7800, int),
+        "pods": _number(raw, "pods", "", 200, int),
+        "nodes": _number(raw, "nodes", "", 20, int),
+        "queues": _number(raw, "queues", "", 4, int),
+        "timeCompression": _number(raw, "timeCompression", "", 20.0, float),
+        "nodeGroupMax": _number(raw, "nodeGroupMax", "", 10, int),
+        "queueShare": _number(raw, "queueShare", "", 0.5, float),
+        "cpuOnly": cpu_only,
     }
+
+
+@functools.cache
+def trace_length() -> int:
+    """The pods in the openb trace shipped with the simulator."""
+    with open(POD_CSV, newline="") as handle:
+        return sum(1 for _ in csv.DictReader(handle))
 
 
 def loads(text: str, *, source: str = "<experiment>") -> Spec:
@@ -278,6 +297,10 @@ def load(data: Any, *, source: str = "<experiment>") -> Spec:
     elif "scenario" in workload:
         if not isinstance(workload["scenario"], dict):
             raise SpecError(f"{source}: workload.scenario: expected a mapping")
+        raw_nodes = workload["scenario"].get("nodes")
+        if isinstance(raw_nodes, list) and len(raw_nodes) > MAX_NODES:  # before parsing them
+            raise SpecError(f"{source}: workload.scenario: nodes: {len(raw_nodes)} (at most "
+                            f"{MAX_NODES})")  # fmt: skip
         try:
             scenario = parse(copy.deepcopy(workload["scenario"]), source=f"{source} workload")
         except ScenarioError as exc:
@@ -285,17 +308,26 @@ def load(data: Any, *, source: str = "<experiment>") -> Spec:
         if scenario.pod_count() > MAX_PODS:
             raise SpecError(f"{source}: the scenario has {scenario.pod_count()} pods (at most "
                             f"{MAX_PODS})")  # fmt: skip
+        _bounded(scenario, f"{source}: workload.scenario")
     else:
         if not isinstance(workload["trace"], dict):
             raise SpecError(f"{source}: workload.trace: expected a mapping")
         _keys(workload["trace"], TRACE_KEYS, f"{source} workload.trace")
         try:
             t = trace_arguments(workload["trace"])
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"{source}: workload.trace: {exc}") from None
-        if not 1 <= t["pods"] <= MAX_PODS or not 1 <= t["nodes"] <= 1523 or t["queues"] < 1:
-            raise SpecError(f"{source}: workload.trace: pods 1..{MAX_PODS}, nodes 1..1523, "
-                            "queues >= 1")  # fmt: skip
+        except SpecError as exc:
+            raise SpecError(f"{source}: workload.trace.{str(exc).lstrip(': ')}") from None
+        if not 1 <= t["pods"] <= MAX_PODS or not 1 <= t["nodes"] <= MAX_NODES:
+            raise SpecError(f"{source}: workload.trace: pods 1..{MAX_PODS}, nodes "
+                            f"1..{MAX_NODES}")  # fmt: skip
+        if not 1 <= t["queues"] <= min(MAX_QUEUES, t["pods"]):
+            raise SpecError(f"{source}: workload.trace.queues: 1..{MAX_QUEUES}, and at most "
+                            "the pods")  # fmt: skip
+        if not 1 <= t["nodeGroupMax"] <= MAX_NODES:
+            raise SpecError(f"{source}: workload.trace.nodeGroupMax: 1..{MAX_NODES}")
+        if not 0 <= t["skipPods"] < trace_length():
+            raise SpecError(f"{source}: workload.trace.skipPods: 0..{trace_length() - 1} (the "
+                            f"trace has {trace_length()} pods)")  # fmt: skip
         if t["timeCompression"] <= 0 or not 0 < t["queueShare"] <= 1:
             raise SpecError(f"{source}: workload.trace: timeCompression > 0, 0 < queueShare <= 1")
     raw_variants = data.get("variants")
@@ -329,7 +361,26 @@ def _cluster(raw: Any, source: str) -> dict:
         sources.check_connected(raw["connected"], f"{source}: cluster.connected")
     except sources.SourceError as exc:
         raise SpecError(str(exc)) from None
+    if len(raw["connected"]["nodes"]) > MAX_NODES:
+        raise SpecError(f"{source}: cluster.connected.nodes: {len(raw['connected']['nodes'])} "
+                        f"nodes (at most {MAX_NODES})")  # fmt: skip
+    try:
+        copied = sources.cluster_objects(raw["connected"], source)
+    except sources.SourceError as exc:
+        raise SpecError(str(exc)) from None
+    _bounded(copied, f"{source}: cluster.connected")
     return copy.deepcopy(raw)
+
+
+def _bounded(scenario: Scenario, where: str) -> None:
+    """A cluster is held to the openb trace's: at most MAX_NODES nodes, and no node group
+    may grow past MAX_NODES either."""
+    if len(scenario.nodes) > MAX_NODES:
+        raise SpecError(f"{where}: nodes: {len(scenario.nodes)} (at most {MAX_NODES})")
+    for group in scenario.node_groups:
+        if group.max_size > MAX_NODES:
+            raise SpecError(f"{where}: nodeGroups: {group.name}: max {group.max_size} nodes "
+                            f"(at most {MAX_NODES})")  # fmt: skip
 
 
 def resolve_and_load(text: str, *, source: str = "<experiment>") -> Spec:
@@ -369,13 +420,16 @@ def _variant(data: Any, where: str) -> Variant:
         raise SpecError(f"{where}: autoscaler: one of {', '.join(AUTOSCALERS)}")
     timeout = data.get("reservationTimeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or timeout <= 0):  # fmt: skip
-        raise SpecError(f"{where}: reservationTimeout: seconds > 0")
+                                or not 0 < timeout < math.inf):  # fmt: skip
+        raise SpecError(f"{where}: reservationTimeout: seconds > 0 (a finite number)")
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise SpecError(f"{where}: name: expected text")
     conf = data.get("schedulerConf") or ""
     if not isinstance(conf, str):
         raise SpecError(f"{where}: schedulerConf: the configuration's text (a YAML string)")
     variant = Variant(
-        name=str(data.get("name") or where),
+        name=name or where,
         gates=data.get("gates", True),
         marking=marking,
         gate_reservation=data.get("gateReservation"),
@@ -386,7 +440,7 @@ def _variant(data: Any, where: str) -> Variant:
         scheduler_conf=conf,
     )
     try:
-        variant.config()
+        registry.check(variant.config())  # the actions and plugins the scheduler loads
     except (ConfigError, ValueError) as exc:
         raise SpecError(f"{where}: schedulerConf: {exc}") from None
     return variant
@@ -400,9 +454,15 @@ def _keys(data: dict, allowed: set[str], where: str) -> None:
 
 
 def _number(data: dict, key: str, where: str, default: Any, kind: type) -> Any:
+    """``data[key]`` (else ``default``) as ``kind``; a SpecError naming the key for anything
+    but a finite number (YAML's .inf and .nan included)."""
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SpecError(f"{where}: {key}: expected a number")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
+        raise SpecError(f"{where}: {key}: expected a finite number")
     return kind(value)
 
 
