@@ -37,12 +37,17 @@ def compare(base: dict, other: dict) -> str:
         parts.append(f"would have made as many scale-ups ({o['scale_ups']}, "
                      f"{o['false_scale_ups']} false against {b['false_scale_ups']})")  # fmt: skip
     saved = round(b["node_hours_bought"] - o["node_hours_bought"], 2)
+    wasted = round(b["node_hours_wasted"] - o["node_hours_wasted"], 2)
     if saved > 0:
-        parts.append(f"{_hours(saved)} node-hours "
-                     f"({_hours(round(b['node_hours_wasted'] - o['node_hours_wasted'], 2))} of "
-                     f"them wasted)")  # fmt: skip
+        if wasted > 0:  # only a saving is told as part of the saving
+            parts.append(f"{_hours(saved)} node-hours ({_hours(wasted)} of them wasted)")
+        else:
+            parts.append(f"{_hours(saved)} node-hours")
     elif saved < 0:
         parts.append(f"bought {_hours(-saved)} node-hours more")
+    if wasted < 0:  # as the table shows it: this variant wasted more
+        parts.append(f"wasted {_hours(o['node_hours_wasted'])} node-hours against "
+                     f"{_hours(b['node_hours_wasted'])}")  # fmt: skip
     if o["wait_p95"] != b["wait_p95"]:
         parts.append(f"pod wait p95 {_seconds(o['wait_p95'])} against {_seconds(b['wait_p95'])}")
     if o["never_ran"] != b["never_ran"]:

@@ -311,6 +311,7 @@ def run_variant(
             clock.advance(spec.step)
         end = clock.now()
         sim.ledger.observe(store, end)
+        _never_created(scenario, store, pods)
         return _results(spec, variant, sim, pods, samples, evictions, end, marked, started)
     finally:
         if service is not None:
@@ -350,6 +351,27 @@ def _observe_pods(store: Store, pods: dict[str, PodSeen], t: float) -> None:
     for uid, seen in pods.items():
         if uid not in present and seen.deleted is None:
             seen.deleted = t
+
+
+def _never_created(scenario: Scenario, store: Store, pods: dict[str, PodSeen]) -> None:
+    """The workload's pods the horizon ended before they arrived: they never ran, and the
+    figures count them so (created: their arrival time, from the start)."""
+    groups = podgroup_queues(store)
+    for arrival in scenario.arrivals:
+        for arrival_group in arrival.podgroups:
+            m = meta(arrival_group)
+            queue = (arrival_group.get("spec") or {}).get("queue") or ""
+            groups.setdefault((m.get("namespace", ""), m.get("name", "")), queue)
+    created = {(p.namespace, p.name) for p in pods.values()}
+    for arrival in scenario.arrivals:
+        for pod in arrival.pods:
+            m = meta(pod)
+            key = (m.get("namespace", ""), m.get("name", ""))
+            if key not in created:
+                created.add(key)
+                pods[f"never-created/{key[0]}/{key[1]}"] = PodSeen(
+                    key[0], key[1], "", pod_queue(pod, groups), arrival.at
+                )
 
 
 def _sample(store: Store, report, t: float) -> dict:
