@@ -15,6 +15,11 @@ from dashboard.whatif.spec import Spec, loads
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 0.3  # wall seconds between progress writes (and cancel checks)
+# A delivery that finds its experiment "running" watches its progress this long: progress that
+# moves is another worker still playing it (the broker redelivers a task still running once it
+# outlives the visibility timeout, settings.py), and this delivery leaves it alone; progress
+# that stands still is a worker that died mid-experiment, and this one plays it again.
+STALLED_AFTER_S = 30.0
 
 
 def create(spec: Spec) -> Experiment:
@@ -29,11 +34,21 @@ def execute(experiment_id: int) -> Experiment:
     experiment = Experiment.objects.get(pk=experiment_id)
     if experiment.status not in (Experiment.Status.QUEUED, Experiment.Status.RUNNING):
         return experiment  # cancelled before a worker took it, or already played
+    if experiment.cancel_requested:  # asked to stop before this delivery: nothing to play
+        Experiment.objects.filter(
+            pk=experiment.pk, status__in=(Experiment.Status.QUEUED, Experiment.Status.RUNNING)
+        ).update(status=Experiment.Status.CANCELLED, finished_at=timezone.now(), current="")
+        return Experiment.objects.get(pk=experiment.pk)
+    if experiment.status == Experiment.Status.RUNNING and not _stalled(experiment):
+        return Experiment.objects.get(pk=experiment.pk)  # another worker is playing it
     spec = loads(experiment.spec, source=f"experiment {experiment.pk}")
     started = time.perf_counter()
-    Experiment.objects.filter(pk=experiment.pk).update(
-        status=Experiment.Status.RUNNING, total=spec.cycles * len(spec.variants), done=0
+    claimed = Experiment.objects.filter(
+        pk=experiment.pk, status=experiment.status, done=experiment.done, current=experiment.current
     )
+    if not claimed.update(status=Experiment.Status.RUNNING, done=0, current="", error="",
+                          total=spec.cycles * len(spec.variants), finished_at=None):  # fmt: skip
+        return Experiment.objects.get(pk=experiment.pk)  # another delivery took it first
     last = [0.0]
 
     def progress(index: int, cycle: int, cycles: int) -> bool:
@@ -69,6 +84,19 @@ def execute(experiment_id: int) -> Experiment:
         wall_seconds=round(time.perf_counter() - started, 3),
     )
     return Experiment.objects.get(pk=experiment.pk)
+
+
+def _stalled(experiment: Experiment) -> bool:
+    """True if the running experiment's progress stands still for STALLED_AFTER_S."""
+    seen = (experiment.done, experiment.current)
+    deadline = time.monotonic() + STALLED_AFTER_S
+    while time.monotonic() < deadline:
+        time.sleep(min(1.0, STALLED_AFTER_S))
+        now = Experiment.objects.filter(pk=experiment.pk).values_list("status", "done", "current")
+        row = now.first()
+        if row is None or row[0] != Experiment.Status.RUNNING or row[1:] != seen:
+            return False
+    return True
 
 
 @transaction.atomic
