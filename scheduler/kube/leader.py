@@ -168,6 +168,24 @@ class LeaderElector:
                 and self.clock() - renewed < self.config.renew_deadline
             )
 
+    def term(self) -> dict[str, Any] | None:
+        """While this process leads: which Lease it holds and since which transition
+        (``namespace``, ``name``, ``holder``, ``transitions``), for a write that leaves the
+        process (a queued gate removal) to check with :func:`lease_still_held` before it lands.
+        None when not leading."""
+        if not self.is_leader():
+            return None
+        with self._lock:
+            observed = self._observed
+        if observed is None or observed.holder != self.identity:
+            return None
+        return {
+            "namespace": self.config.namespace,
+            "name": self.config.name,
+            "holder": observed.holder,
+            "transitions": observed.transitions,
+        }
+
     @property
     def holder(self) -> str:
         """The holder this process last observed ("" when none or not yet read)."""
@@ -206,6 +224,20 @@ class LeaderElector:
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("error retrieving lease %s: %s", self._lease_path, _reason(exc))
+                return False
+            # No Lease (deleted while held). The record last observed still holds, on this
+            # process's clock, until leaseDurationSeconds after it was observed to change: its
+            # holder may lead until then (its fence lasts renew_deadline from its last renewal,
+            # which began before we saw that renewal). Creating one now would make two leaders.
+            with self._lock:
+                last, last_at = self._observed, self._observed_at
+            if (
+                last is not None
+                and last.holder
+                and last.holder != self.identity
+                and last_at + last.duration_s > started
+            ):
+                self._became(False, None)
                 return False
             body: Any = {
                 "apiVersion": "coordination.k8s.io/v1",
@@ -457,6 +489,22 @@ def _json(response: Any) -> dict:
 
 def _reason(exc: ApiException) -> str:
     return f"HTTP {exc.status}: {exc.reason}"
+
+
+def lease_still_held(api: client.ApiClient, term: Mapping[str, Any]) -> bool:
+    """Whether the Lease named in ``term`` (:meth:`LeaderElector.term`) still names the same
+    holder in the same transition: one GET. False when the Lease is gone (404); other refusals
+    raise ``ApiException``, unreachable ones urllib3's errors."""
+    try:
+        lease = client.CoordinationV1Api(api).read_namespaced_lease(
+            str(term["name"]), str(term["namespace"]), _preload_content=False
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    current = LeaseRecord.from_lease(_json(lease))
+    return current.holder == term["holder"] and current.transitions == int(term["transitions"])
 
 
 def fence_cluster_client(cluster: KubeClusterClient, leading: Callable[[], bool]) -> list[int]:

@@ -85,6 +85,40 @@ def test_a_standby_waits_while_the_lease_is_held_and_takes_over_once_it_expires(
     assert stopped == ["a"] and not a.is_leader() and a.holder == "b"
 
 
+def test_a_deleted_lease_is_recreated_by_a_standby_only_once_the_last_record_expired(
+    sim: Sim,
+) -> None:
+    """client-go's observedTime: a standby that saw a's record treats it as held for
+    leaseDurationSeconds from that observation, Lease or no Lease; a's fence ends sooner."""
+    clock = Clock()
+    a, b = elector(sim, "a", clock), elector(sim, "b", clock)
+    assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()  # b observes at 1000
+    client.CoordinationV1Api(sim.api_client).delete_namespaced_lease("volcano", "default")
+    clock.now += 14
+    assert not b.try_acquire_or_renew()  # no Lease, yet a's record has 1 s to run
+    assert not b.is_leader()
+    with pytest.raises(client.ApiException) as gone:
+        read_lease(sim)
+    assert gone.value.status == 404  # b created nothing
+    clock.now += 1
+    assert not a.is_leader()  # its fence (renew deadline) ended first
+    assert b.try_acquire_or_renew() and b.is_leader()
+    assert read_lease(sim).spec.holder_identity == "b"
+    assert not a.try_acquire_or_renew()  # a finds b's record and stands by
+
+
+def test_a_leader_whose_lease_was_deleted_creates_it_again_and_keeps_leading(sim: Sim) -> None:
+    clock = Clock()
+    a, b = elector(sim, "a", clock), elector(sim, "b", clock)
+    assert a.try_acquire_or_renew() and not b.try_acquire_or_renew()
+    client.CoordinationV1Api(sim.api_client).delete_namespaced_lease("volcano", "default")
+    clock.now += 2
+    assert a.try_acquire_or_renew() and a.is_leader()  # its own record: no one else may lead
+    assert read_lease(sim).spec.holder_identity == "a"
+    clock.now += 14
+    assert not b.try_acquire_or_renew()  # b saw the new record at 1016: held until 1031
+
+
 def test_a_renewal_that_meets_a_conflict_loses(sim: Sim) -> None:
     """Two candidates read the same expired Lease; the one whose update comes second carries
     a stale resourceVersion and gets 409: exactly one holds it."""
