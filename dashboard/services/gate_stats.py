@@ -26,6 +26,7 @@ COUNTERS = (
     "conflicts",  # 409s met (each one re-read and retried)
     "gave_up",  # still conflicting after every attempt
     "failed",  # the API server refused or was unreachable
+    "deposed",  # dropped: the leader that queued it no longer holds the Lease
 )
 
 

@@ -47,6 +47,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import redis
 from celery import current_task, shared_task
@@ -86,9 +88,14 @@ _loop: LeaderLoop | None = None
 _loop_lock = threading.Lock()
 
 
-def scheduler_service(leading: Callable[[], bool] | None = None) -> SchedulerService:
+def scheduler_service(
+    leading: Callable[[], bool] | None = None,
+    term: Callable[[], dict[str, Any] | None] | None = None,
+) -> SchedulerService:
     """This worker's SchedulerService, started (informers synced) on first use. ``leading``
-    fences its writes (leader election); it is the one given when the service is built."""
+    fences its writes (leader election), ``term`` (the elector's) goes with each queued gate
+    removal for the gates worker to check the Lease; both are the ones given when the service
+    is built."""
     global _service
     with _service_lock:
         if _service is None:
@@ -101,7 +108,9 @@ def scheduler_service(leading: Callable[[], bool] | None = None) -> SchedulerSer
                 scheduler_name=settings.SLUICE_SCHEDULER_NAMES,
                 act=settings.SLUICE_MODE == "act",
                 clock=kube.cluster_clock(),
-                gate_remover=queue_gate_removal,
+                gate_remover=(
+                    queue_gate_removal if term is None else partial(queue_gate_removal, term=term)
+                ),
                 admission=scheduler_admission(config),
                 period=settings.SLUICE_CYCLE_PERIOD,
                 leading=leading,
@@ -296,7 +305,7 @@ class LeaderLoop:
             log.info("leading as %s (lease %s): building the cache", self.identity, lease,
                      extra={"object": self.worker})  # fmt: skip
         try:
-            service = scheduler_service(leading=self.elector.is_leader)
+            service = scheduler_service(leading=self.elector.is_leader, term=self.elector.term)
         except (ConfigError, *NO_CLUSTER) as exc:
             _cycle_could_not_start(leader, exc)
             return said

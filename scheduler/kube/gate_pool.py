@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from scheduler.kube.client import ApiError, KubeClusterClient
 from scheduler.kube.gates import GateRemoval, remove_gate
+from scheduler.kube.leader import NotLeader
 
 log = logging.getLogger(__name__)
 RETRIED = frozenset({429, 500, 502, 503, 504})  # refusals that pass: the API is busy or failing
@@ -67,6 +68,13 @@ class GateRemovalPool:
                 where = {"object": f"pod {namespace}/{name}"}
                 log.warning("gate removal failed: %s", exc, extra=where)
                 self._count("failed")
+                if self._on_failure is not None and uid:
+                    self._on_failure(uid)
+                return None
+            except NotLeader:  # its cluster client is fenced and the Lease is lost: not written
+                log.info("gate removal not written: not the leader",
+                         extra={"object": f"pod {namespace}/{name}"})  # fmt: skip
+                self._count("not_leader")
                 if self._on_failure is not None and uid:
                     self._on_failure(uid)
                 return None

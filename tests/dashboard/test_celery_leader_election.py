@@ -9,7 +9,9 @@ twice."""
 
 from __future__ import annotations
 
+import base64
 import gc
+import json
 import os
 import signal
 import subprocess
@@ -28,7 +30,7 @@ from dashboard.celery import app
 from dashboard.services.heartbeat import ALIVE_KEY, LEADER_KEY, SUCCESS_KEY, WORKERS_KEY
 from dashboard.tasks import scheduling
 from scheduler.kube.leader import micro_time
-from tests.builders import body, node, pod, queue
+from tests.builders import GATE, body, node, pod, queue
 from tests.conftest import wait_until
 from tests.dashboard.tasks.test_scheduling import point_at, use_broker
 from tests.dashboard.test_leader_failover import Bindings
@@ -346,3 +348,29 @@ def test_two_celery_workers_the_standby_takes_over_from_a_killed_leader(tmp_path
         broker.delete(*KEYS)
         sim.api_client.close()
         sim.server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_leaders_gate_removals_carry_its_term(elected, sim, redis_url):  # noqa: F811
+    """What the leader queues on ``gates`` names its Lease, identity and leaseTransitions, so
+    the gates worker can drop it once that leader is deposed (dashboard/tasks/gates.py)."""
+    create_cluster(sim, pods=0)
+    sim.core.create_namespaced_pod(
+        "default", body(pod("gated", namespace="default", gates=[GATE], opt_in=True))
+    )
+    broker = redis.Redis.from_url(redis_url)
+    broker.delete("gates")
+
+    with scheduler_worker("sched-g@test"):
+        raw = wait_until(lambda: broker.lindex("gates", 0), timeout=30)
+        loop = scheduling._loop
+        assert loop is not None and loop.elector is not None
+        message = json.loads(raw)
+        args = json.loads(base64.b64decode(message["body"]))[0]
+        assert args[:2] == ["default", "gated"]
+        assert args[4] == {
+            "namespace": "default",
+            "name": "volcano",
+            "holder": loop.elector.identity,
+            "transitions": 0,
+        }
