@@ -23,7 +23,7 @@ from simcluster.api import (
     webhook_configurations,
 )
 from simcluster.api import secrets as secret_rules
-from simcluster.api.decoding import decode
+from simcluster.api.decoding import BINDING, EVICTION, decode, decode_as
 from simcluster.api.errors import (
     ApiError,
     bad_request,
@@ -311,7 +311,7 @@ class Cluster:
     # -- subresources ------------------------------------------------------------------------
 
     def bind(self, namespace: str, name: str, binding: dict) -> None:
-        binding = _checked_object(binding)
+        binding = decode_as(BINDING_BODY, BINDING, _checked_object(binding))
         if (binding.get("metadata") or {}).get("name", name) != name:
             raise bad_request(f"name in URL does not match name in Binding object ({name})")
 
@@ -323,7 +323,7 @@ class Cluster:
         self._mutate("pods", namespace, name, change)
 
     def evict(self, namespace: str, name: str, eviction: dict) -> None:
-        eviction = _checked_object(eviction)
+        eviction = decode_as(EVICTION_BODY, EVICTION, _checked_object(eviction))
         if (eviction.get("metadata") or {}).get("name", name) != name:
             raise bad_request(f"name in URL does not match name in Eviction object ({name})")
         evict_pod(self, namespace, name, eviction)
@@ -369,6 +369,11 @@ def _copy_field(source: dict, target: dict, field: str) -> None:
         target[field] = source[field]
     else:
         target.pop(field, None)
+
+
+# The subresources' bodies, named as kube-apiserver's decoder names them in its 400.
+BINDING_BODY = Resource("bindings", "Binding", "", "v1", True)
+EVICTION_BODY = Resource("evictions", "Eviction", "policy", "v1", True)
 
 
 def _checked_object(body: object) -> dict:

@@ -15,8 +15,8 @@ the object that is stored has none, as kube-apiserver's round trip through Go le
 The Go types below are those of k8s.io/api core/v1 and apimachinery meta/v1 for the fields
 Sluice, its simulated cluster and their clients read; a field not listed is taken as it is.
 Custom resources are decoded without types (their schema validates them, see
-``structural``); their metadata is ObjectMeta's, a malformed field of which is dropped, as
-apiextensions-apiserver's objectmeta.GetObjectMeta does with DropMalformedFields.
+``structural``); their metadata is decoded as ObjectMeta, as apiextensions-apiserver's
+objectmeta.GetObjectMetaWithOptions does for a request body.
 """
 
 from __future__ import annotations
@@ -208,8 +208,34 @@ MUTATING_WEBHOOK = struct(
          "name": STRING, "expression": STRING}))},
 )  # fmt: skip
 
+# k8s.io/api coordination/v1 LeaseSpec: the durations and the transition count are *int32.
+LEASE_SPEC = struct(
+    "v1.LeaseSpec",
+    {"holderIdentity": STRING, "leaseDurationSeconds": INT32, "acquireTime": STRING,
+     "renewTime": STRING, "leaseTransitions": INT32, "strategy": named("v1.CoordinatedLeaseStrategy"),
+     "preferredHolder": STRING},
+)  # fmt: skip
+OBJECT_REFERENCE = struct(
+    "v1.ObjectReference",
+    {"kind": STRING, "namespace": STRING, "name": STRING, "uid": named("types.UID"),
+     "apiVersion": STRING, "resourceVersion": STRING, "fieldPath": STRING},
+)  # fmt: skip
+DELETE_OPTIONS = struct(
+    "v1.DeleteOptions",
+    {"kind": STRING, "apiVersion": STRING, "gracePeriodSeconds": INT64,
+     "preconditions": struct("v1.Preconditions", {
+         "uid": named("types.UID"), "resourceVersion": STRING}),
+     "orphanDependents": BOOL, "propagationPolicy": named("v1.DeletionPropagation"),
+     "dryRun": STRINGS},
+)  # fmt: skip
+# The bodies of the pods/binding and pods/eviction subresources (core/v1 Binding, policy/v1
+# Eviction), decoded as kube-apiserver's decoder does before BindingREST/EvictionREST.Create.
+BINDING = _object("v1.Binding", target=OBJECT_REFERENCE)
+EVICTION = _object("v1.Eviction", deleteOptions=DELETE_OPTIONS)
+
 # What each built-in resource decodes into; the others decode their metadata only.
 TYPES: dict[str, GoType] = {
+    "leases": _object("v1.Lease", spec=LEASE_SPEC),
     "pods": _object("v1.Pod", spec=POD_SPEC, status=POD_STATUS),
     "secrets": _object(
         "v1.Secret",
@@ -237,10 +263,12 @@ def decode(resource: Resource, obj: dict) -> dict:
     """``obj`` as kube-apiserver's decoder leaves it (nulls gone), or a 400 ApiError worded as
     its decoder words the first error."""
     if resource.custom:
-        if obj.get("metadata") is not None and not isinstance(obj["metadata"], dict):
-            raise _cannot_decode(resource, "metadata must be an object", "metadata")
-        return _custom_metadata(obj)
-    go_type = TYPES.get(resource.plural, _object(f"v1.{resource.kind}"))
+        return _custom_metadata(resource, obj)
+    return decode_as(resource, TYPES.get(resource.plural, _object(f"v1.{resource.kind}")), obj)
+
+
+def decode_as(resource: Resource, go_type: GoType, obj: dict) -> dict:
+    """``obj`` decoded into ``go_type``, or the decoder's 400 naming ``resource``'s kind."""
     state = _Decoding()
     decoded = _walk(obj, go_type, [], go_type.struct, state)
     error, where = (
@@ -373,18 +401,25 @@ def _zero(t: GoType) -> object:
             "struct": {}}.get(t.kind)  # fmt: skip
 
 
-# -- custom resources: ObjectMeta's fields that do not decode are dropped -----------------
+# -- custom resources: ObjectMeta's fields are decoded as ObjectMeta ----------------------
+#
+# apiextensions-apiserver decodes a request's custom object with unstructuredSchemaCoercer,
+# whose objectmeta.GetObjectMetaWithOptions runs with DropMalformedFields false for a request
+# body (customresource_handler.go; it drops them only when reading from storage): a field of
+# metadata that does not unmarshal into ObjectMeta (labels that are a list, an annotation that
+# is a number) fails the request with the decoder's 400.
 
 
-def _custom_metadata(obj: dict) -> dict:
+def _custom_metadata(resource: Resource, obj: dict) -> dict:
     meta = obj.get("metadata")
-    if not isinstance(meta, dict):
+    if meta is None:
         return obj
-    kept = {}
-    for key, value in meta.items():
-        state = _Decoding()
-        field_type = OBJECT_META.fields.get(key)
-        decoded = value if field_type is None else _walk(value, field_type, [key], "", state)
-        if not state.type_error and decoded is not None:
-            kept[key] = decoded
-    return {**obj, "metadata": kept}
+    if not isinstance(meta, dict):
+        error = f"json: cannot unmarshal {_json_kind(meta)} into Go value of type v1.ObjectMeta"
+        raise _cannot_decode(resource, error, "metadata")
+    state = _Decoding()
+    decoded = _walk(meta, OBJECT_META, [], OBJECT_META.struct, state)
+    if state.stop_error or state.type_error:
+        where = state.stop_field if state.stop_error else state.type_field
+        raise _cannot_decode(resource, state.stop_error or state.type_error, f"metadata.{where}")
+    return {**obj, "metadata": decoded}

@@ -97,9 +97,11 @@ def _legacy_binding(cluster: Cluster, namespace: str, request: RequestContext) -
     if request.method != "POST":
         raise ApiError(405, f"the server does not allow {request.method} on bindings")
     body = request.json_body()
-    name = (body.get("metadata") or {}).get("name") or ""
-    if not name:
+    meta = body.get("metadata")
+    name = (meta.get("name") if isinstance(meta, dict) else None) or ""
+    if not name and (meta is None or isinstance(meta, dict)):
         raise bad_request("a Binding needs metadata.name, the name of the pod to bind")
+    # A metadata that is not an object goes on to the decoder's 400 in ``bind``.
     cluster.bind(namespace, name, body)
     return 201, success_status(201)
 

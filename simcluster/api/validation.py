@@ -19,6 +19,7 @@ from simcluster.api.errors import (
     invalid_field,
     required_field,
     too_long_field,
+    unsupported_field,
 )
 from simcluster.api.resources import Resource
 
@@ -175,27 +176,41 @@ def qualified_name_error(key: str) -> str:
 
 
 def validate_labels(resource: Resource, obj: dict) -> None:
-    """Label keys are qualified names; values are empty or 63 characters of the same alphabet."""
+    """apimachinery ValidateObjectMeta's ValidateLabels and ValidateAnnotations: label keys
+    are qualified names, values empty or 63 characters of the same alphabet; annotation keys
+    are qualified names (lower-cased first)."""
     kind, group = resource.kind, resource.group
     name = obj["metadata"].get("name") or ""
     labels = obj["metadata"].get("labels") or {}
     if not isinstance(labels, dict):
         cause = invalid_field("metadata.labels", labels, "must be a map")
         raise invalid(kind, name, [cause], group)
+    causes = label_errors("metadata.labels", labels)
+    annotations = obj["metadata"].get("annotations") or {}
+    for key in annotations if isinstance(annotations, dict) else {}:
+        error = qualified_name_error(str(key).lower())
+        if error:
+            causes.append(invalid_field("metadata.annotations", key, error))
+    if causes:
+        raise invalid(kind, name, causes, group)
+
+
+def label_errors(path: str, labels: dict) -> list[tuple[str, str, str]]:
+    """ValidateLabels over ``labels``, each error at ``path`` (metadata.labels,
+    spec.nodeSelector)."""
     causes = []
     for key, value in labels.items():
         error = qualified_name_error(str(key))
         if error:
-            causes.append(invalid_field("metadata.labels", key, error))
+            causes.append(invalid_field(path, key, error))
         elif (
             not isinstance(value, str)
             or len(value) > 63
             or (value and not re.fullmatch(QUALIFIED_NAME, value))
         ):
             message = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'"
-            causes.append(invalid_field("metadata.labels", value, message))
-    if causes:
-        raise invalid(kind, name, causes, group)
+            causes.append(invalid_field(path, value, message))
+    return causes
 
 
 # --- resource quantities ------------------------------------------------------------------
@@ -271,8 +286,84 @@ def validate_pod_create(pod: dict) -> None:
             )
         )
     causes.extend(_gate_errors(spec.get("schedulingGates") or []))
+    causes.extend(_pod_spec_errors(spec))
     if causes:
         raise invalid("Pod", name, causes)
+
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _pod_spec_errors(spec: dict) -> list[tuple[str, str, str]]:
+    """More of pkg/apis/core/validation ValidatePodSpec (Kubernetes v1.32): every container's
+    image (validateContainers, validateInitContainers), its requests against its limits
+    (ValidateResourceRequirements), spec.restartPolicy (validateRestartPolicy), the
+    tolerations' operators and effects (ValidateTolerations) and spec.nodeSelector as labels."""
+    causes: list[tuple[str, str, str]] = []
+    for kind in ("initContainers", "containers"):
+        containers = spec.get(kind)
+        for i, container in enumerate(containers if isinstance(containers, list) else []):
+            if not isinstance(container, dict):
+                continue
+            if not container.get("image"):
+                causes.append(required_field(f"spec.{kind}[{i}].image"))
+            causes.extend(_request_limit_errors(f"spec.{kind}[{i}].resources", container))
+    policy = spec.get("restartPolicy")  # an empty one is defaulted to Always before this
+    if policy and policy not in RESTART_POLICIES:
+        causes.append(unsupported_field("spec.restartPolicy", policy, RESTART_POLICIES))
+    tolerations = spec.get("tolerations")
+    for i, toleration in enumerate(tolerations if isinstance(tolerations, list) else []):
+        if not isinstance(toleration, dict):
+            continue
+        operator, effect = toleration.get("operator"), toleration.get("effect")
+        if operator and operator not in TOLERATION_OPERATORS:
+            causes.append(
+                unsupported_field(f"spec.tolerations[{i}].operator", operator, TOLERATION_OPERATORS)
+            )
+        if effect and effect not in TAINT_EFFECTS:
+            causes.append(unsupported_field(f"spec.tolerations[{i}].effect", effect, TAINT_EFFECTS))
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, dict):
+        causes.extend(label_errors("spec.nodeSelector", selector))
+    return causes
+
+
+def _request_limit_errors(path: str, container: dict) -> list[tuple[str, str, str]]:
+    """ValidateResourceRequirements: a request above its limit is refused; a resource that
+    may not be overcommitted (an extended resource such as nvidia.com/gpu, hugepages-*) must
+    request exactly its limit (v1helper.IsOvercommitAllowed)."""
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return []
+    requests, limits = resources.get("requests"), resources.get("limits")
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        return []
+    causes = []
+    for resource, wanted in requests.items():
+        if resource not in limits:
+            continue
+        try:
+            request = quantity_value(wanted, obj="", field=resource)
+            limit = quantity_value(limits[resource], obj="", field=resource)
+        except QuantityError:
+            continue  # refused at decoding already
+        if request != limit and not _overcommit_allowed(str(resource)):
+            message = f"must be equal to {resource} limit of {limits[resource]}"
+            causes.append(invalid_field(f"{path}.requests", wanted, message))
+        elif request > limit:
+            message = f"must be less than or equal to {resource} limit of {limits[resource]}"
+            causes.append(invalid_field(f"{path}.requests", wanted, message))
+    return causes
+
+
+def _overcommit_allowed(resource: str) -> bool:
+    """v1helper.IsOvercommitAllowed: a native resource (no domain, or a kubernetes.io one)
+    that is not hugepages."""
+    domain, _, _ = resource.rpartition("/")
+    native = not domain or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return native and not resource.startswith("hugepages-")
 
 
 def _container_name_errors(spec: dict) -> list[tuple[str, str, str]]:
@@ -348,9 +439,15 @@ def _strip_images(spec: dict) -> dict:
 def validate_binding(pod: dict, binding: dict) -> str:
     """The node to bind to; 409 when the pod is gated, bound or being deleted."""
     name = pod["metadata"]["name"]
-    node = ((binding.get("target") or {}).get("name")) or ""
+    target = binding.get("target") or {}
+    node, kind = target.get("name") or "", target.get("kind") or ""
+    causes = []
+    if kind and kind != "Node":  # ValidatePodBinding
+        causes.append(unsupported_field("target.kind", kind, ("Node", "<empty>")))
     if not node:
-        raise invalid("Binding", name, [required_field("target.name")])
+        causes.append(required_field("target.name"))
+    if causes:
+        raise invalid("Binding", name, causes)
 
     def conflict(reason: str) -> ApiError:
         return ApiError(409, f'Operation cannot be fulfilled on pods/binding "{name}": {reason}')

@@ -215,7 +215,10 @@ def test_kubectl_prints_the_refusals_as_from_kube_apiserver(sim: Sim, kubectl) -
 
 
 def pod(name: str, **spec: object) -> dict:
-    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c"}], **spec}}
+    return {
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "i"}], **spec},
+    }
 
 
 def test_a_pod_takes_its_class_preemption_policy_and_may_not_contradict_it(sim: Sim) -> None:
