@@ -41,10 +41,10 @@ def test_an_overcommitted_node_is_tried_with_what_its_pods_use_not_its_allocatab
     assert _evicted(scenario) == ["ns/low0", "ns/low1", "ns/low2"]
 
 
-def test_victims_of_the_preemptors_queue_make_the_room_on_the_node_that_holds_them():
-    # n1 holds 3 CPU of low-priority pods; n2 has 1 CPU idle and a 2-CPU pod to evict: only
-    # n2's future idle plus its victim holds the 3-CPU preemptor.
-    scenario = Scenario(
+def _one_victim_on_n2() -> Scenario:
+    """n1 holds 3 CPU of a low-priority pod that may not be preempted; n2 has 1 CPU idle and a
+    2-CPU pod to evict: only n2's future idle plus its victim holds the 3-CPU preemptor."""
+    return Scenario(
         nodes=[node("n1", cpu="3", memory="64Gi"), node("n2", cpu="3", memory="64Gi")],
         podgroups=[
             podgroup("low", 1, phase="Running", priority_class="low"),
@@ -57,6 +57,10 @@ def test_victims_of_the_preemptors_queue_make_the_room_on_the_node_that_holds_th
             pod("high0", "3", "1Gi", group="high"),
         ],
     )  # fmt: skip
+
+
+def test_victims_of_the_preemptors_queue_make_the_room_on_the_node_that_holds_them():
+    scenario = _one_victim_on_n2()
     assert _evicted(scenario) == ["ns/low1"]
 
 
@@ -64,19 +68,7 @@ def test_each_node_whose_victims_would_do_is_a_preemption_attempt():
     """Volcano's RegisterPreemptionAttempts (actions/preempt/preempt.go, normalPreempt): once
     per node whose victims pass ValidateVictims. n1's victim is not preemptable, so n1 is no
     attempt; n2's is: one attempt, reported for volcano_total_preemption_attempts."""
-    scenario = Scenario(
-        nodes=[node("n1", cpu="3", memory="64Gi"), node("n2", cpu="3", memory="64Gi")],
-        podgroups=[
-            podgroup("low", 1, phase="Running", priority_class="low"),
-            podgroup("high", 1, phase="Inqueue", priority_class="high"),
-        ],
-        pods=[
-            pod("low0", "3", "1Gi", group="low", node_name="n1",
-                annotations={"volcano.sh/preemptable": "false"}),
-            pod("low1", "2", "1Gi", group="low", node_name="n2"),
-            pod("high0", "3", "1Gi", group="high"),
-        ],
-    )  # fmt: skip
+    scenario = _one_victim_on_n2()
     scenario.config = SchedulerConfig.from_yaml(CONFIG, source="test")
     scenario.priority_classes = {"low": 1, "high": 100}
     report, _ = scenario.run()
