@@ -3,12 +3,36 @@ rbac: ``RuleAllows``), over the rules rendered from deploy/, for a recorded requ
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from simcluster.api.audit import RequestAttributes
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+class Recorder:
+    """The simulated API server's ``recorder``: every request's RBAC attributes, in order."""
+
+    def __init__(self) -> None:
+        self.requests: list[RequestAttributes] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RequestAttributes) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def taken(self) -> list[RequestAttributes]:
+        """The requests recorded since the last call, and forget them."""
+        with self._lock:
+            taken, self.requests = self.requests, []
+        return taken
+
+    def used(self) -> set[tuple[str, str, str]]:
+        """(group, resource, verb) of every resource request recorded."""
+        with self._lock:
+            return {(r.group, r.resource, r.verb) for r in self.requests if r.is_resource_request}
 
 
 @dataclass(frozen=True)

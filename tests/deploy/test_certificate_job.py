@@ -23,7 +23,6 @@ import os
 import secrets
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,12 +34,11 @@ from kubernetes.client.exceptions import ApiException
 from dashboard.webhook_certificate import WebhookCertificates
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from simcluster.api.app import parse_webhook_services
-from simcluster.api.audit import RequestAttributes
 from simcluster.bootstrap import ensure_system_namespace
 from tests.builders import body, namespace, pod
 from tests.conftest import poll, require_binary
 from tests.deploy.manifests import find, render
-from tests.deploy.rbac import account_grants, denied
+from tests.deploy.rbac import Recorder, account_grants, denied
 from tests.deploy.webhook_server import calls, gates, serve_webhook
 from tests.simcluster.api.conftest import Sim, start_sim
 
@@ -49,21 +47,6 @@ JOB = "sluice-webhook-certificate"
 SECRET = "sluice-webhook-tls"
 CONFIGURATION = "sluice"
 SERVICE_HOST = "sluice-webhook.sluice.svc"
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.requests: list[RequestAttributes] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, request: RequestAttributes) -> None:
-        with self._lock:
-            self.requests.append(request)
-
-    def taken(self) -> list[RequestAttributes]:
-        with self._lock:
-            taken, self.requests = self.requests, []
-        return taken
 
 
 @pytest.fixture

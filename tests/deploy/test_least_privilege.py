@@ -10,8 +10,6 @@ Then the same in observe mode, against the observe overlay: no write verb is gra
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import yaml
 from django.test import override_settings
@@ -22,12 +20,11 @@ from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.config import DEFAULT_CONFIG_YAML, default_config
 from scheduler.kube.leader import ElectionConfig, LeaderElector
 from scheduler.service import SchedulerService
-from simcluster.api.audit import RequestAttributes
 from simcluster.scenario import SCENARIO_DIR
 from tests.browser.demo import store_reports
 from tests.builders import body, namespace, pod
 from tests.deploy.manifests import find, render
-from tests.deploy.rbac import WRITE_VERBS, account_grants, denied
+from tests.deploy.rbac import WRITE_VERBS, Recorder, account_grants, denied
 from tests.e2e import harness
 
 DEMO_SECONDS = 45
@@ -45,20 +42,6 @@ PAGES = (
     "/scheduler/",
     "/autoscaler/",
 )
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.requests: list[RequestAttributes] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, request: RequestAttributes) -> None:
-        with self._lock:
-            self.requests.append(request)
-
-    def used(self) -> set[tuple[str, str, str]]:
-        with self._lock:
-            return {(r.group, r.resource, r.verb) for r in self.requests if r.is_resource_request}
 
 
 def rendered_env(overlay: str) -> dict[str, str]:
