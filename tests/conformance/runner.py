@@ -415,7 +415,8 @@ def podgroup(pg: dict) -> dict:
 def pod(p: dict) -> dict:
     ns = p.get("namespace", "default")
     annotations = {GROUP_NAME_ANNOTATION: p.get("group", ""), **(p.get("annotations") or {})}
-    container: dict[str, Any] = {"name": "main", "resources": {}}
+    # Volcano's tables build pods without an image; kube-apiserver requires one.
+    container: dict[str, Any] = {"name": "main", "image": "pause", "resources": {}}
     if p.get("requests"):
         container["resources"]["requests"] = quantities(p["requests"])
     if p.get("limits"):
@@ -423,7 +424,8 @@ def pod(p: dict) -> dict:
     spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [container]}
     if p.get("initContainers"):
         spec["initContainers"] = [
-            {"name": f"init-{i}", "resources": {"requests": quantities(c.get("requests"))},
+            {"name": f"init-{i}", "image": "pause",
+             "resources": {"requests": quantities(c.get("requests"))},
              **({"restartPolicy": c["restartPolicy"]} if c.get("restartPolicy") else {})}
             for i, c in enumerate(p["initContainers"])
         ]  # fmt: skip
