@@ -235,13 +235,22 @@ class SchedulerCache:
     def new_pod_facts(self) -> dict[str, dict[str, Any]]:
         """What a replay of the workload needs of each pod of ours not reported before
         (``CycleReport.pod_facts``): its requests, PodGroup, minMember and priorities. A pod
-        whose PodGroup the watch has not delivered yet waits for it (its minMember unknown)."""
+        whose PodGroup, or whose PodGroup's PriorityClass, the watch has not delivered yet waits
+        for it (its minMember or priority unknown)."""
         facts: dict[str, dict[str, Any]] = {}
         with self._lock:
             for job in self._jobs.values():
                 if job.podgroup is None and not job.is_synthetic:
                     continue
                 group = "" if job.is_synthetic else job.name
+                group_class = job.priority_class_name if group else ""
+                if group_class and group_class not in self.priority_classes:
+                    continue  # its PriorityClass not delivered yet: its value unknown
+                # The class's value now, as the snapshot takes it: job.priority is the value
+                # when the PodGroup arrived, 0 if its PriorityClass came after it.
+                group_priority = (
+                    self.priority_classes.get(group_class, self.default_priority) if group else 0
+                )
                 for uid, task in job.tasks.items():
                     if uid in self._facts_reported:
                         continue
@@ -250,8 +259,8 @@ class SchedulerCache:
                         "requests": {k: int(v) for k, v in task.resreq.to_dict().items()},
                         "group": group,
                         "minMember": job.min_available if group else 1,
-                        "groupPriorityClassName": job.priority_class_name if group else "",
-                        "groupPriority": job.priority if group else 0,
+                        "groupPriorityClassName": group_class,
+                        "groupPriority": group_priority,
                         "priorityClassName": str(spec.get("priorityClassName") or ""),
                         "priority": task.priority,
                     }

@@ -176,3 +176,19 @@ def test_each_pods_facts_are_reported_once_and_a_gangs_wait_for_its_podgroup():
     cache.delete_pod(pod("solo", "500m", "512Mi"))
     cache.add_pod(pod("solo", "1", "1Gi", uid="solo-2"))
     assert list(cache.new_pod_facts()) == ["solo-2"]
+
+
+def test_a_gangs_facts_wait_for_its_priority_class_and_take_its_value_then():
+    """The PodGroup's PriorityClass delivered after the PodGroup (informers of two kinds race):
+    its facts wait for the class, then carry its value, not the 0 the job had on arrival."""
+    cache = SchedulerCache()
+    cache.add_queue(queue("q"))
+    cache.add_podgroup(podgroup("g", 1, queue="q", priority_class="high"))
+    cache.add_pod(pod("g-0", "1", group="g", priority_class="high", priority=1000))
+    assert cache.new_pod_facts() == {}
+    cache.add_priority_class(
+        {"metadata": {"name": "high"}, "value": 1000, "apiVersion": "scheduling.k8s.io/v1"}
+    )
+    (facts,) = cache.new_pod_facts().values()
+    assert (facts["groupPriorityClassName"], facts["groupPriority"]) == ("high", 1000)
+    assert facts["priority"] == 1000
