@@ -15,6 +15,7 @@ simulations) each write runs in line.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from scheduler.api.helpers import describe, pod_condition, reservation_stamp
@@ -53,8 +54,8 @@ class Writer:
         self.transitions: list[Transition] = []
         self.errors: list[str] = []
         self.jobs: Mapping[str, JobInfo] = {}  # the session's jobs (set when it opens): queues
-        # Writes decided in the cycle, in order, each with what to do once it is done.
-        self._queued: list[tuple[Callable[[], None], Callable[[BaseException | None], None]]] = []
+        # Writes sent in the cycle, in the order decided, each with what to do once it is done.
+        self._inflight: list[tuple[Future[None], Callable[[BaseException | None], None]]] = []
 
     def _send(self, call: Callable[[], None], done: Callable[[BaseException | None], None]) -> None:
         if self.cache.cycle_writes is None:
@@ -65,22 +66,17 @@ class Writer:
             else:
                 done(None)
             return
-        self._queued.append((call, done))
+        self._inflight.append((self.cache.cycle_writes.submit(call), done))
 
     def flush(self) -> None:
-        """Send the writes the cycle decided, all at once through the pool, and wait for them;
-        what failed is recorded, in the order the writes were decided. They leave only once
-        the actions are done: in one Python process, writes in flight during allocate would
-        slow the cycle down by as much as they overlap it (the interpreter lock)."""
-        pool = self.cache.cycle_writes
-        queued, self._queued = self._queued, []
-        if pool is None:
-            return
-        while queued:  # a failed bind queues its PodScheduled condition: a second round
-            inflight = [(pool.submit(call), done) for call, done in queued]
+        """Wait for the writes the cycle sent; what failed is recorded, in the order the
+        writes were decided. Each left as soon as it was decided (a bind when its statement
+        committed), as Volcano's bind workers take a task once allocate commits it: the
+        cluster works on the first binds while the actions go on."""
+        while self._inflight:  # a failed bind sends its PodScheduled condition: a second round
+            inflight, self._inflight = self._inflight, []
             for future, done in inflight:
                 done(future.exception())
-            queued, self._queued = self._queued, []
 
     def _record(
         self,

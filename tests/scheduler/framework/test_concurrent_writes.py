@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from scheduler.api.report import TransitionKind
 from scheduler.config import default_config
+from scheduler.framework.writer import Writer
 from scheduler.loop import run_cycle
 from tests.builders import node, pod
 from tests.fakes import RecordingClusterClient
@@ -67,3 +68,34 @@ def test_an_asynchronous_write_refused_after_a_cycle_is_reported_by_the_next():
     report = run_cycle(cache, default_config(), RecordingClusterClient(), now=0.0)
     assert report.errors == ["nominate ns/p0 on n1: HTTP 500"]
     assert run_cycle(cache, default_config(), RecordingClusterClient(), now=1.0).errors == []
+
+
+def test_a_bind_leaves_when_its_statement_commits_not_when_the_actions_are_done(monkeypatch):
+    """Volcano's allocate hands a committed task to its bind workers at once: the cluster works
+    on the first binds while allocate places the rest. Here the first bind must have reached
+    the API before allocate commits the last pod (which waits for it, 5 s at most)."""
+    cache, client = scenario(6).cache(), RecordingClusterClient()
+    first_bind = threading.Event()
+    bound_while_allocating: list[bool] = []
+    record = client.bind
+
+    def bind(pod, node_name) -> None:
+        record(pod, node_name)
+        first_bind.set()
+
+    def bind_then_look(self, task, node_name, previous) -> None:
+        send(self, task, node_name, previous)
+        if task.name == "p5":  # the last pod allocate commits
+            bound_while_allocating.append(first_bind.wait(5))
+
+    send = Writer.bind
+    monkeypatch.setattr(client, "bind", bind)
+    monkeypatch.setattr(Writer, "bind", bind_then_look)
+    cache.cycle_writes = ThreadPoolExecutor(max_workers=2)
+    try:
+        report = run_cycle(cache, default_config(), client, now=0.0)
+    finally:
+        cache.cycle_writes.shutdown()
+    assert bound_while_allocating == [True]
+    assert sorted(client.binds()) == [f"ns/p{i}" for i in range(6)]
+    assert [t.kind for t in report.transitions] == [TransitionKind.ALLOCATED] * 6
