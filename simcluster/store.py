@@ -440,6 +440,15 @@ class Store:
     ) -> Iterator[WatchEvent]:
         """Yield events from ``resource_version`` on, waiting up to ``timeout`` for new ones;
         a watcher wakes for changes to its own kind only."""
+        for batch in self.watch_batches(kind, resource_version, timeout=timeout, stop=stop):
+            yield from batch
+
+    def watch_batches(
+        self, kind: str, resource_version: int, *, timeout: float, stop: threading.Event
+    ) -> Iterator[list[WatchEvent]]:
+        """``watch``, as the batches of events there were each time the watcher looked: once
+        a batch is yielded the watcher has caught up (what kube-apiserver's watch handler asks
+        with ``len(ch) == 0`` before it flushes)."""
         deadline = threading.Event()
         timer = threading.Timer(timeout, deadline.set)
         timer.daemon = True
@@ -454,7 +463,8 @@ class Store:
                     last = max(last, self._rv)  # every change of this kind up to here is read
                     if not events:
                         changed.wait(timeout=0.5)
-                yield from events
+                if events:
+                    yield events
         finally:
             timer.cancel()
 

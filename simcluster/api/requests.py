@@ -255,7 +255,7 @@ def _render_one(cluster: Cluster, route: Route, request: RequestContext, obj: di
     return obj
 
 
-def _watch(cluster: Cluster, route: Route, request: RequestContext) -> Iterator[dict]:
+def _watch(cluster: Cluster, route: Route, request: RequestContext) -> Iterator[dict | None]:
     query = request.query
     by_label = label_selector(query.get("labelSelector"))
     by_field = field_selector(route.plural, query.get("fieldSelector"))
@@ -282,9 +282,12 @@ def _watch(cluster: Cluster, route: Route, request: RequestContext) -> Iterator[
 
 
 def _as_tables(
-    cluster: Cluster, route: Route, events: Iterator[dict], include: str
-) -> Iterator[dict]:
+    cluster: Cluster, route: Route, events: Iterator[dict | None], include: str
+) -> Iterator[dict | None]:
     for event in events:
+        if event is None:  # watch.CAUGHT_UP
+            yield event
+            continue
         obj = event["object"]
         if event["type"] != "ERROR":
             obj = render_table(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import socket
 import sys
 import threading
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 8 * 1024 * 1024
+STREAM_CHUNK = 64 * 1024  # bytes of watch events written as one chunk at most
 
 
 class ApiServer:
@@ -99,7 +101,11 @@ class ApiServer:
             config["clusters"][0]["cluster"]["extensions"] = [
                 {"name": CLOCK_EXTENSION, "extension": clock}
             ]
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        # Written whole or not at all (a temporary file renamed over it): whoever polls for the
+        # file (kubectl, the scheduler, a test) never reads half of it.
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        partial.write_text(yaml.safe_dump(config, sort_keys=False))
+        os.replace(partial, path)
         return path
 
     def track(self, connection: socket.socket, open_: bool) -> None:
@@ -230,16 +236,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _send_stream(self, code: int, events: object) -> None:
-        """Chunked newline-delimited JSON, one watch event per chunk."""
+        """Chunked newline-delimited JSON. Events are written out when the watcher has caught
+        up (``watch.CAUGHT_UP``), all that were waiting in one chunk, as kube-apiserver
+        flushes its watch stream only when no further event is waiting; a chunk is also
+        written once it holds ``STREAM_CHUNK`` bytes."""
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
+            lines: list[bytes] = []
+            size = 0
             for event in events:  # type: ignore[attr-defined]
-                line = json.dumps(event).encode() + b"\n"
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-                self.wfile.flush()
+                if event is not None:
+                    line = json.dumps(event).encode() + b"\n"
+                    lines.append(line)
+                    size += len(line)
+                if lines and (event is None or size >= STREAM_CHUNK):
+                    data = b"".join(lines)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    lines, size = [], 0
+            if lines:
+                data = b"".join(lines)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:

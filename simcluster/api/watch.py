@@ -9,6 +9,11 @@ from simcluster.api.errors import ApiError, status_object
 from simcluster.store import Gone, Store, WatchEvent
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
+CAUGHT_UP = None
+"""Yielded by ``watch_events`` between events when no further event is waiting: the stream is
+written out then (kube-apiserver's WatchServer flushes when its channel is empty, and only
+then: ``if len(ch) == 0 { flusher.Flush() }`` in
+k8s.io/apiserver/pkg/endpoints/handlers/watch.go, kubernetes 034debc1)."""
 
 
 def watch_events(
@@ -20,8 +25,9 @@ def watch_events(
     *,
     timeout: float,
     stop: threading.Event,
-) -> Iterator[dict]:
-    """Watch events as ``{"type", "object"}`` dicts, oldest first.
+) -> Iterator[dict | None]:
+    """Watch events as ``{"type", "object"}`` dicts, oldest first, with ``CAUGHT_UP`` after
+    each run of events that were all there when the watcher looked.
 
     Without a resourceVersion (or "0") the stream starts with ADDED for every current object,
     as kube-apiserver does; a version the log no longer holds yields one ERROR event (410).
@@ -31,13 +37,16 @@ def watch_events(
         for obj in items:
             if matches(obj):
                 yield {"type": "ADDED", "object": obj}
+        yield CAUGHT_UP
     else:
         version = _parse_version(resource_version)
     try:
-        for event in store.watch(plural, version, timeout=timeout, stop=stop):
-            event_type = _filtered_type(event, namespace, matches)
-            if event_type:
-                yield {"type": event_type, "object": event.object}
+        for batch in store.watch_batches(plural, version, timeout=timeout, stop=stop):
+            for event in batch:
+                event_type = _filtered_type(event, namespace, matches)
+                if event_type:
+                    yield {"type": event_type, "object": event.object}
+            yield CAUGHT_UP
     except Gone as error:
         yield {"type": "ERROR", "object": status_object(410, str(error), "Expired")}
 

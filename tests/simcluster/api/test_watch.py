@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import time
+from collections.abc import Iterator
+
 import pytest
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
@@ -201,3 +206,44 @@ def test_each_kind_keeps_its_own_log():
     finally:
         sim.api_client.close()
         sim.server.stop()
+
+
+def _chunks(reader) -> Iterator[bytes]:
+    """The chunks of a chunked HTTP body, as the server framed them."""
+    while True:
+        size = int(reader.readline().split(b";")[0], 16)
+        if size == 0:
+            return
+        data = reader.read(size)
+        assert reader.read(2) == b"\r\n"
+        yield data
+
+
+def test_events_waiting_together_leave_in_one_chunk_and_a_lone_event_leaves_at_once(sim):
+    """kube-apiserver's watch handler flushes only when no further event is waiting (``if
+    len(ch) == 0 { flusher.Flush() }``): a burst of changes reaches a watcher in a few writes,
+    not one per event, while a single change is not held back."""
+    start = sim.core.list_namespaced_pod("default").metadata.resource_version
+    for i in range(50):
+        sim.core.create_namespaced_pod("default", body(pod(f"p{i}")))
+    host, port = sim.server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(
+            f"GET /api/v1/namespaces/default/pods?watch=true&resourceVersion={start}"
+            f"&timeoutSeconds=10 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+        )
+        reader = connection.makefile("rb")
+        assert reader.readline().startswith(b"HTTP/1.1 200")
+        while reader.readline() not in (b"\r\n", b""):
+            pass
+        chunks = _chunks(reader)
+        burst = next(chunks)
+        names = [json.loads(line)["object"]["metadata"]["name"] for line in burst.splitlines()]
+        assert names == [f"p{i}" for i in range(50)]
+        created = time.monotonic()
+        sim.core.create_namespaced_pod("default", body(pod("late")))
+        lone = next(chunks)
+        assert time.monotonic() - created < 2.0
+        assert [json.loads(line)["object"]["metadata"]["name"] for line in lone.splitlines()] == [
+            "late"
+        ]
