@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from scheduler.api.helpers import (
     uid_of,
 )
 from scheduler.api.labels import GROUP_NAME_ANNOTATION, PREEMPTABLE
-from scheduler.api.node_matching import pod_constraints
+from scheduler.api.node_matching import PodConstraints, pod_constraints
 from scheduler.api.quantity import PODS
 from scheduler.api.report import PodState
 from scheduler.api.requests import pod_requests as effective_requests
@@ -123,16 +123,39 @@ def pod_requests(pod: Mapping[str, Any], obj: str) -> tuple[Resource, Resource]:
     return effective, effective.clone()
 
 
+# The fields of a pod's spec that its requests (``scheduler.api.requests``) and its node
+# constraints (``pod_constraints``, all but nodeName) are read from.
+_REQUEST_FIELDS = ("containers", "initContainers", "overhead")
+_CONSTRAINT_FIELDS = ("nodeSelector", "affinity", "tolerations")
+
+
+def _same(before: Mapping[str, Any] | None, after: Mapping[str, Any], fields: tuple) -> bool:
+    return before is not None and all(before.get(f) == after.get(f) for f in fields)
+
+
 class TaskInfo:
     """A pod. Cloned per session; the pod dict itself is shared, as in Volcano."""
 
     __slots__ = (
         "uid", "name", "namespace", "job_id", "pod", "status", "resreq", "init_resreq",
         "node_name", "priority", "creation", "sch_gated", "transaction", "last_transaction",
-        "best_effort", "node_req", "fit_req", "signature", "preemptable",
+        "best_effort", "node_req", "fit_req", "signature", "preemptable", "spec_read",
     )  # fmt: skip
+    resreq: Resource
+    init_resreq: Resource
+    node_req: Resource
+    fit_req: Resource
+    signature: PodConstraints
 
-    def __init__(self, pod: Mapping[str, Any], priority_classes: Mapping[str, int] | None = None):
+    def __init__(
+        self,
+        pod: Mapping[str, Any],
+        priority_classes: Mapping[str, int] | None = None,
+        previous: TaskInfo | None = None,
+    ):
+        """``previous``: the same pod's task before this update; what it read from fields the
+        update left alone is taken from it rather than parsed again (a pod's watch updates
+        change its status and nodeName, seldom its containers or its constraints)."""
         obj = describe(pod, "pod")
         self.name = require_name(pod, "pod")
         self.namespace = meta(pod).get("namespace") or "default"
@@ -141,12 +164,20 @@ class TaskInfo:
         group = annotations_of(pod).get(GROUP_NAME_ANNOTATION)
         self.job_id = f"{self.namespace}/{group}" if group else f"{self.namespace}/pod:{self.uid}"
         self.status = pod_status(pod)
-        self.resreq, self.init_resreq = pod_requests(pod, obj)
-        self.best_effort = self.init_resreq.is_empty()
-        # What the task takes from a node: its request plus one pod slot.
-        self.node_req = self.resreq.clone().add(Resource({PODS: 1}))
-        self.fit_req = self.init_resreq.clone().add(Resource({PODS: 1}))
         spec = pod.get("spec") or {}
+        # The spec the requests and constraints were read from (``pod`` may be replaced by a
+        # fresher copy while the task keeps its decision: SchedulerCache._keep_decision).
+        self.spec_read = spec
+        before = previous.spec_read if previous is not None else None
+        if previous is not None and _same(before, spec, _REQUEST_FIELDS):
+            self.resreq, self.init_resreq = previous.resreq, previous.init_resreq
+            self.node_req, self.fit_req = previous.node_req, previous.fit_req
+        else:
+            self.resreq, self.init_resreq = pod_requests(pod, obj)
+            # What the task takes from a node: its request plus one pod slot.
+            self.node_req = self.resreq.clone().add(Resource({PODS: 1}))
+            self.fit_req = self.init_resreq.clone().add(Resource({PODS: 1}))
+        self.best_effort = self.init_resreq.is_empty()
         nominated = nominated_node(pod)
         # A Pipelined task sits on its nominated node, holding its reservation there.
         pipelined = self.status == TaskStatus.PIPELINED
@@ -157,7 +188,18 @@ class TaskInfo:
         self.transaction = TransactionContext(self.node_name, nominated, self.status)
         self.last_transaction: TransactionContext | None = None
         # Hashable node constraints: pods that share it share one predicate mask per session.
-        self.signature = pod_constraints(pod, obj=obj)
+        node_name = spec.get("nodeName") or ""
+        if (
+            previous is not None
+            and isinstance(node_name, str)
+            and _same(before, spec, _CONSTRAINT_FIELDS)
+        ):
+            signature = previous.signature
+            if signature.node_name != node_name:
+                signature = replace(signature, node_name=node_name)
+            self.signature = signature
+        else:
+            self.signature = pod_constraints(pod, obj=obj)
         # Read once: preempt and reclaim ask it of every task on every node they try.
         self.preemptable = pod_preemptable(pod)
 

@@ -134,7 +134,7 @@ class SchedulerCache:
         with self._lock:
             if self._keep_decision(pod):
                 return
-            task = TaskInfo(pod, self.priority_classes)
+            task = TaskInfo(pod, self.priority_classes, self._tasks.get(uid_of(pod, "pod")))
             self._delete_task(task.uid)
             self._tasks[task.uid] = task
             if task.node_name and task.status not in _GONE and task.node_name in self._nodes:

@@ -192,3 +192,41 @@ def test_a_gangs_facts_wait_for_its_priority_class_and_take_its_value_then():
     (facts,) = cache.new_pod_facts().values()
     assert (facts["groupPriorityClassName"], facts["groupPriority"]) == ("high", 1000)
     assert facts["priority"] == 1000
+
+
+def test_a_pod_update_reads_again_only_what_changed_and_never_keeps_a_stale_request():
+    """A watch update takes the requests and node constraints from the task it replaces when
+    the fields they come from are unchanged (most updates are a bind or a phase); a change to
+    a container's request (an in-place resize) or to the tolerations is read again."""
+    cache = SchedulerCache()
+    cache.add_node(node("n1", cpu="8"))
+    cache.add_pod(pod("a", cpu="1"))
+    before = cache.snapshot().jobs["ns/pod:uid-ns-a"].tasks["uid-ns-a"]
+    cache.update_pod(pod("a", cpu="1", node_name="n1", phase="Running"))
+    bound = cache.snapshot().jobs["ns/pod:uid-ns-a"].tasks["uid-ns-a"]
+    assert bound.resreq is before.resreq  # taken over, not parsed again
+    assert bound.signature.node_name == "n1" and before.signature.node_name == ""
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 7000
+    resized = pod("a", cpu="3", node_name="n1", phase="Running")
+    resized["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    cache.update_pod(resized)
+    task = cache.snapshot().jobs["ns/pod:uid-ns-a"].tasks["uid-ns-a"]
+    assert task.resreq.get("cpu") == 3000 and task.node_req.get("cpu") == 3000
+    assert task.signature.tolerations != bound.signature.tolerations
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 5000
+
+
+def test_a_task_keeping_its_decision_is_compared_with_the_spec_it_was_read_from():
+    """While a task keeps its allocation (Volcano's allocatedPodInCache), the cache takes the
+    fresher pod without reading it; the next update is compared with the spec the requests
+    came from, not with that fresher pod, so a request changed meanwhile is not missed."""
+    cache = SchedulerCache()
+    cache.add_node(node("n1", cpu="8"))
+    cache.add_pod(pod("a", cpu="1"))
+    cache.bind(cache.snapshot().jobs["ns/pod:uid-ns-a"].tasks["uid-ns-a"], "n1",
+               RecordingClusterClient())  # fmt: skip
+    cache.update_pod(pod("a", cpu="2"))  # kept: the task stays allocated, with the new pod
+    cache.update_pod(pod("a", cpu="2", node_name="n1"))
+    task = cache.snapshot().jobs["ns/pod:uid-ns-a"].tasks["uid-ns-a"]
+    assert task.resreq.get("cpu") == 2000
+    assert cache.snapshot().nodes["n1"].idle.get("cpu") == 6000
