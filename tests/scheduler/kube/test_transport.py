@@ -38,6 +38,7 @@ from scheduler.kube.client import RETRY_AFTER_TRIES, ApiError, Conflict, KubeClu
 from scheduler.kube.config import api_client_from_kubeconfig
 from scheduler.kube.leader import NotLeader, fence_cluster_client
 from scheduler.kube.ratelimit import TokenBucket
+from scheduler.kube.transport import DirectRest, direct_rest
 from tests.builders import body, node, pod
 
 # -- certificates ----------------------------------------------------------------------------
@@ -490,3 +491,111 @@ def test_binds_from_several_threads_each_keep_one_connection(sim, plain_front):
     assert all(node_of(sim, n) == "n1" for n in names)
     assert cluster.direct.connections_opened <= 4
     cluster.close()
+
+
+class Scripted:
+    """A raw TCP server answering each request with the next scripted bytes, sent in pieces
+    of ``piece`` bytes (an answer split anywhere), and recording what it was sent."""
+
+    def __init__(self, answers: list[bytes], piece: int = 7) -> None:
+        self.answers, self.piece = list(answers), piece
+        self.requests: list[bytes] = []
+        self.accepted = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while self.answers:
+                connection, _ = self.listener.accept()
+                self.accepted += 1
+                with connection:
+                    while self.answers:
+                        head = b""
+                        while b"\r\n\r\n" not in head:
+                            data = connection.recv(65536)
+                            if not data:
+                                break
+                            head += data
+                        if not head:
+                            break
+                        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+                        body = head.split(b"\r\n\r\n", 1)[1]
+                        while len(body) < length:
+                            body += connection.recv(65536)
+                        self.requests.append(head)
+                        answer = self.answers.pop(0)
+                        for i in range(0, len(answer), self.piece):
+                            connection.sendall(answer[i : i + self.piece])
+                        if b"Connection: close" in answer or answer.endswith(b"<EOF>"):
+                            break
+
+
+def _direct(url: str) -> DirectRest:
+    direct = direct_rest(client.ApiClient(client.Configuration(host=url)))
+    assert direct is not None
+    return direct
+
+
+def test_answers_split_anywhere_chunked_interim_or_closing_are_each_read_whole():
+    """The binds' own HTTP/1.1 reader: a Content-Length body, a chunked body with an extension
+    and a trailer, a 100 Continue before the answer, headers repeated, an answer whose body
+    ends when the server closes — each arriving 7 bytes at a time."""
+    ok = b'{"kind":"Status","status":"Success"}'
+    server = Scripted([
+        b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(ok), ok),
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n"
+        b"Warning: 299 - a\r\nWarning: 299 - b\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\n"
+        b"Trailer-Field: t\r\n\r\n",
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.0 500 Internal Server Error\r\n\r\nthe body ends with the connection<EOF>",
+    ])  # fmt: skip
+    direct = _direct(server.url)
+    post = lambda: direct.request("POST", server.url + "/api/v1/x", {"A": "b"}, b"{}")  # noqa: E731
+    first = post()
+    assert (first.status, first.reason, first.data) == (201, "Created", ok)
+    assert first.getheader("content-type") == "application/json"
+    second = post()
+    assert (second.status, second.data) == (201, b"hello world")
+    assert second.getheader("Warning") == "299 - a, 299 - b"
+    third = post()
+    assert (third.status, third.getheader("Retry-After"), third.data) == (429, "1", b"{}")
+    fourth = post()
+    assert (fourth.status, fourth.data) == (500, b"the body ends with the connection<EOF>")
+    assert server.accepted == 1 and direct.connections_opened == 1
+    assert server.requests[0].startswith(b"POST /api/v1/x HTTP/1.1\r\nHost: 127.0.0.1:")
+    assert b"\r\nA: b\r\n" in server.requests[0] and b"Content-Length: 2\r\n" in server.requests[0]
+    direct.close()
+
+
+def test_an_answer_that_is_not_http_or_closes_midway_raises_and_its_connection_is_not_reused():
+    server = Scripted([
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\nConnection: close\r\n\r\nshort",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\nunasked bytes",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
+    ])  # fmt: skip
+    direct = _direct(server.url)
+    post = lambda: direct.request("POST", server.url + "/x", {}, b"{}")  # noqa: E731
+    with pytest.raises(http.client.HTTPException, match="not an HTTP/1.x status line"):
+        post()
+    with pytest.raises(http.client.RemoteDisconnected):
+        post()  # the body promised 100 bytes and the server closed after 5
+    assert post().status == 201  # read whole; the bytes after it were never asked for...
+    assert post().status == 201  # ...so the next request goes over a new connection
+    assert direct.connections_opened == 4
+
+
+def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent():
+    server = Scripted([b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"])
+    direct = _direct(server.url)
+    with pytest.raises(ValueError, match="line break"):
+        direct.request("POST", server.url + "/x", {"Authorization": "Bearer a\r\nX-Evil: 1"}, b"")
+    assert server.requests == []
+    assert direct.request("POST", server.url + "/x", {}, b"").status == 201
