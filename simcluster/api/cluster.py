@@ -35,7 +35,7 @@ from simcluster.api.errors import (
 from simcluster.api.eviction import evict_pod
 from simcluster.api.patch import apply_patch
 from simcluster.api.resources import RESOURCES, Resource
-from simcluster.api.selectors import field_selector, label_selector
+from simcluster.api.selectors import selector_match
 from simcluster.api.structural import default_custom, validate_custom
 from simcluster.api.webhook import Webhook, mutate_pod, service_host
 from simcluster.disruption import DisruptionController
@@ -111,10 +111,7 @@ class Cluster:
         """A page of a list, as ``GET`` with ``limit`` and ``continue`` serves it; selectors
         filter before the limit counts, as kube-apiserver's do."""
         resource_for(plural)
-        match = None
-        if labels or fields:
-            by_label, by_field = label_selector(labels), field_selector(plural, fields)
-            match = lambda o: by_label(o) and by_field(o)  # noqa: E731
+        match = selector_match(plural, labels, fields)
         try:
             return self.store.list_page(
                 plural, namespace or None, match=match, limit=limit, continue_=continue_

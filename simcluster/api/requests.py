@@ -16,7 +16,7 @@ from simcluster.api.errors import ApiError, bad_request, success_status
 from simcluster.api.openapi import openapi_group_version, openapi_root
 from simcluster.api.protobuf import PROTOBUF
 from simcluster.api.routing import Route, parse_resource_path
-from simcluster.api.selectors import field_selector, label_selector
+from simcluster.api.selectors import selector_match
 from simcluster.api.tables import render_table
 from simcluster.api.watch import DEFAULT_TIMEOUT_SECONDS, watch_events
 from simcluster.store import ContinueExpired
@@ -257,10 +257,10 @@ def _render_one(cluster: Cluster, route: Route, request: RequestContext, obj: di
 
 def _watch(cluster: Cluster, route: Route, request: RequestContext) -> Iterator[dict | None]:
     query = request.query
-    by_label = label_selector(query.get("labelSelector"))
-    by_field = field_selector(route.plural, query.get("fieldSelector"))
+    fields = query.get("fieldSelector")
     if route.name:  # /watch/namespaces/ns/pods/name
-        by_field = field_selector(route.plural, f"metadata.name={route.name}")
+        fields = f"metadata.name={route.name}"
+    match = selector_match(route.plural, query.get("labelSelector"), fields) or _everything
     version = query.get("resourceVersion", "")
     if version and not version.isdigit():
         raise bad_request(f'invalid resource version "{version}"')
@@ -271,7 +271,7 @@ def _watch(cluster: Cluster, route: Route, request: RequestContext) -> Iterator[
         cluster.store,
         route.plural,
         route.namespace,
-        lambda obj: by_label(obj) and by_field(obj),
+        match,
         version,
         timeout=timeout,
         stop=request.stopping,
@@ -279,6 +279,10 @@ def _watch(cluster: Cluster, route: Route, request: RequestContext) -> Iterator[
     if not request.wants_table:
         return events
     return _as_tables(cluster, route, events, query.get("includeObject", "Metadata"))
+
+
+def _everything(obj: dict) -> bool:
+    return True
 
 
 def _as_tables(

@@ -51,7 +51,21 @@ def _split_terms(selector: str) -> list[str]:
 def label_selector(selector: str | None) -> Predicate:
     """A predicate over objects for a label selector (=, ==, !=, in, notin, exists, !exists)."""
     tests = [_label_term(term) for term in _split_terms(selector or "")]
+    if len(tests) == 1:  # the common case, without a generator per object
+        (test,) = tests
+        return lambda obj: test((obj.get("metadata") or {}).get("labels") or {})
     return lambda obj: all(test((obj.get("metadata") or {}).get("labels") or {}) for test in tests)
+
+
+def selector_match(resource: str, labels: str | None, fields: str | None) -> Predicate | None:
+    """One predicate for a list's or a watch's ``labelSelector`` and ``fieldSelector`` (both
+    checked, a 400 for either's error), or None when neither selects anything: a list scans
+    every object of its kind, so what runs per object is kept small."""
+    by_label = label_selector(labels) if _split_terms(labels or "") else None
+    by_field = field_selector(resource, fields) if _split_terms(fields or "") else None
+    if by_label is None or by_field is None:
+        return by_label or by_field
+    return lambda obj: by_label(obj) and by_field(obj)
 
 
 def _label_term(term: str) -> Callable[[dict], bool]:
@@ -78,6 +92,8 @@ def _label_term(term: str) -> Callable[[dict], bool]:
 def field_selector(resource: str, selector: str | None) -> Predicate:
     """A predicate for a field selector; unsupported fields are a 400, as in kube-apiserver."""
     tests = [_field_term(resource, term) for term in _split_terms(selector or "")]
+    if len(tests) == 1:
+        return tests[0]
     return lambda obj: all(test(obj) for test in tests)
 
 
@@ -89,17 +105,24 @@ def _field_term(resource: str, term: str) -> Predicate:
     allowed = FIELDS.get(resource, set()) | {"metadata.name", "metadata.namespace"}
     if path not in allowed:
         raise bad_request(f"field label not supported: {path}")
+    parts = tuple(path.split("."))
     if op == "!=":
-        return lambda obj: field_value(obj, path) != value
-    return lambda obj: field_value(obj, path) == value
+        return lambda obj: _value(obj, parts) != value
+    return lambda obj: _value(obj, parts) == value
 
 
 def field_value(obj: dict, path: str) -> str:
     """The field as the selector compares it: a string, empty when missing."""
+    return _value(obj, tuple(path.split(".")))
+
+
+def _value(obj: dict, parts: tuple[str, ...]) -> str:
     value: object = obj
-    for part in path.split("."):
+    for part in parts:
         value = value.get(part) if isinstance(value, dict) else None
-    if path == "source" and isinstance(value, dict):
+    if isinstance(value, str):
+        return value
+    if parts == ("source",) and isinstance(value, dict):
         value = value.get("component")
     if isinstance(value, bool):
         return "true" if value else "false"
