@@ -11,6 +11,7 @@ from dashboard.presenters.charts import (
     pod_counts_figure,
     series_summary,
 )
+from dashboard.presenters.transitions import history_lines
 from dashboard.selectors.cycles import CycleFilter, cycle_list, cycle_series, cycle_transitions
 from dashboard.views.common import cluster_now, range_context, render_page
 
@@ -28,7 +29,11 @@ def history(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
-        "cycles": [(c, transitions.get(c.id, [])) for c in page.object_list],
+        "cycles": [
+            (c, shown, history_lines(shown.shown) if shown else [])
+            for c in page.object_list
+            for shown in [transitions.get(c.id)]
+        ],
         "query": query.urlencode(),
         "series": series,
         "duration_chart": chart_html(cycle_duration_figure(series), "cycle-duration")

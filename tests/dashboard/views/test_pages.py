@@ -276,3 +276,24 @@ def test_cluster_pages_say_the_cluster_is_unreachable(client, url):
 
     assert response.status_code == 200
     assert 'role="alert">no cluster configured' in response.content.decode()
+
+
+def test_history_lines_link_each_pod_as_reverse_does_and_escape_what_the_cluster_wrote(client):
+    """The History page's lines are built in Python (dashboard.presenters.transitions): the
+    link must be the one ``reverse`` makes, even for a name that needs quoting, and a node or a
+    message the cluster wrote is text, never markup."""
+    from django.urls import reverse
+
+    hostile = transition("x", TransitionKind.BIND_FAILED, '<b id="n">n1</b>',
+                         "bind failed: <script>alert(1)</script>", ns="batch",
+                         old=PodState.WAITING)  # fmt: skip
+    odd = transition("a b%c@d", TransitionKind.ALLOCATED, "", "", ns="batch")
+    store_cycle_report(cycle_report(time.time(), transitions=[hostile, odd]))
+
+    page = client.get("/history/").content.decode()
+
+    assert f'<a href="{reverse("pod", args=("batch", "a b%c@d"))}">batch/a b%c@d</a>' in page
+    assert f'<a href="{reverse("pod", args=("batch", "x"))}">batch/x</a> bind failed' in page
+    assert "<script>alert(1)</script>" not in page and '<b id="n">' not in page
+    assert "on &lt;b id=&quot;n&quot;&gt;n1&lt;/b&gt;: bind failed: &lt;script&gt;" in page
+    assert "batch/a b%c@d</a> allocated (" in page and ")</li>" in page  # no node, no message

@@ -1,0 +1,46 @@
+"""A cycle's transitions as the History page lists them, one line each, built in Python.
+
+A page of 50 cycles shows up to 250 of them; through the template language each line cost
+about 70 us (a URL reversed, three choice labels, a dozen escaped lookups), 18 ms of the
+page's 25 ms of CPU on the openb run. Here a line is one ``format_html`` call, the pod's URL
+made from the URL pattern's prefix as ``reverse`` would make it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import quote
+
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from dashboard.models import POD_STATES, TRANSITION_KINDS, PodTransition
+
+KIND_LABELS = dict(TRANSITION_KINDS)
+STATE_LABELS = dict(POD_STATES)
+# What ``reverse`` leaves unquoted in a path (django.urls.resolvers: RFC 3986 sub-delims and
+# "/~:@"); a ``str`` path converter never matches "/", so "/" is quoted here.
+_SAFE = "!$&'()*+,;=~:@"
+
+
+def history_lines(transitions: Iterable[PodTransition]) -> list[SafeString]:
+    """Each transition as the History page shows it: the pod (a link to its page), what
+    happened, from which state to which, on which node, and the message."""
+    url = reverse("pod", args=("NAMESPACE", "NAME"))  # once a page, not once a line
+    before, rest = url.split("NAMESPACE", 1)
+    between, after = rest.split("NAME", 1)
+    lines = []
+    for t in transitions:
+        href = (
+            f"{before}{quote(t.namespace, safe=_SAFE)}{between}{quote(t.name, safe=_SAFE)}{after}"
+        )
+        tail = format_html(" on {}", t.node) if t.node else ""
+        if t.message:
+            tail = format_html("{}: {}", tail, t.message)
+        lines.append(format_html(
+            '<a href="{}">{}/{}</a> {} ({} → {}){}', href, t.namespace, t.name,
+            KIND_LABELS.get(t.kind, t.kind), STATE_LABELS.get(t.from_state, t.from_state),
+            STATE_LABELS.get(t.to_state, t.to_state), tail,
+        ))  # fmt: skip
+    return lines
