@@ -2,18 +2,19 @@
 
 A page of 50 cycles shows up to 250 of them; through the template language each line cost
 about 70 us (a URL reversed, three choice labels, a dozen escaped lookups), 18 ms of the
-page's 25 ms of CPU on the openb run. Here a line is one ``format_html`` call, the pod's URL
-made from the URL pattern's prefix as ``reverse`` would make it.
+page's 25 ms of CPU on the openb run. Here a line is one string, each part escaped as
+Django's ``escape`` does (``html.escape``, quotes too), the pod's URL made from the URL
+pattern's prefix as ``reverse`` would make it.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from urllib.parse import quote
 
 from django.urls import reverse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.models import POD_STATES, TRANSITION_KINDS, PodTransition
 
@@ -22,6 +23,11 @@ STATE_LABELS = dict(POD_STATES)
 # What ``reverse`` leaves unquoted in a path (django.urls.resolvers: RFC 3986 sub-delims and
 # "/~:@"); a ``str`` path converter never matches "/", so "/" is quoted here.
 _SAFE = "!$&'()*+,;=~:@"
+
+
+def _e(text: str) -> str:
+    """django.utils.html.escape without its lazy-string wrapper (it runs 7 times a line)."""
+    return html.escape(str(text), quote=True)
 
 
 def history_lines(transitions: Iterable[PodTransition]) -> list[SafeString]:
@@ -35,12 +41,16 @@ def history_lines(transitions: Iterable[PodTransition]) -> list[SafeString]:
         href = (
             f"{before}{quote(t.namespace, safe=_SAFE)}{between}{quote(t.name, safe=_SAFE)}{after}"
         )
-        tail = format_html(" on {}", t.node) if t.node else ""
+        kind = KIND_LABELS.get(t.kind, t.kind)
+        was = STATE_LABELS.get(t.from_state, t.from_state)
+        now = STATE_LABELS.get(t.to_state, t.to_state)
+        line = (
+            f'<a href="{_e(href)}">{_e(t.namespace)}/{_e(t.name)}</a> {_e(kind)} '
+            f"({_e(was)} → {_e(now)})"
+        )
+        if t.node:
+            line += f" on {_e(t.node)}"
         if t.message:
-            tail = format_html("{}: {}", tail, t.message)
-        lines.append(format_html(
-            '<a href="{}">{}/{}</a> {} ({} → {}){}', href, t.namespace, t.name,
-            KIND_LABELS.get(t.kind, t.kind), STATE_LABELS.get(t.from_state, t.from_state),
-            STATE_LABELS.get(t.to_state, t.to_state), tail,
-        ))  # fmt: skip
+            line += f": {_e(t.message)}"
+        lines.append(mark_safe(line))  # noqa: S308 - every part above is escaped
     return lines
