@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
+from typing import TypeVar
 
 import urllib3
 from django.conf import settings
@@ -26,6 +30,7 @@ from scheduler.api.labels import PROVISIONER_LABEL, QUEUE_ALLOCATION_GATE, SCALE
 from scheduler.api.queue_info import as_written, unlimited_by_rule
 
 AUTOSCALER_REASONS = {"TriggeredScaleUp", "NotTriggerScaleUp", "ScaleDown"}
+T = TypeVar("T")
 
 
 class ClusterError(Exception):
@@ -187,15 +192,40 @@ def queue_specs() -> dict[str, dict]:
     return specs
 
 
-def scale_up_records() -> list[dict]:
-    """The simulated autoscalers' records on the nodes they added, newest first. Only those
-    nodes are listed (they carry ``sim.sluice.io/provisioner``: a label selector, not every
-    node of the cluster), read as the API's JSON rather than the generated client's models."""
+def autoscaler_activity(limit: int = 200) -> tuple[list[dict], list[dict]]:
+    """``(scale-up records, autoscaler events)``, their four requests sent together: a page
+    that needs several answers from the cluster waits for the slowest, not for their sum."""
+    answers = concurrently(
+        _provisioned_nodes, *(partial(_events_of, r) for r in sorted(AUTOSCALER_REASONS))
+    )
+    return _scale_up_records(answers[0]), _autoscaler_events(answers[1:], limit)
+
+
+def _provisioned_nodes() -> list[dict]:
+    """Only the nodes the simulated autoscalers added (they carry ``sim.sluice.io/provisioner``:
+    a label selector, not every node of the cluster), read as the API's JSON rather than the
+    generated client's models."""
 
     def list_nodes(**kw):
         return core_api().list_node(label_selector=PROVISIONER_LABEL, _preload_content=False, **kw)
 
-    nodes = json.loads(cluster_call("list nodes", list_nodes).data).get("items") or []
+    return json.loads(cluster_call("list nodes", list_nodes).data).get("items") or []
+
+
+def _events_of(reason: str) -> list[dict]:
+    """Events of one reason: a ``reason=`` field selector (kube-apiserver's, for events), never
+    every event of the cluster (a scheduler writes several per pod); the API's JSON."""
+
+    def list_events(**kw):
+        return core_api().list_event_for_all_namespaces(
+            field_selector=f"reason={reason}", _preload_content=False, **kw
+        )
+
+    return json.loads(cluster_call("list events", list_events).data).get("items") or []
+
+
+def _scale_up_records(nodes: list[dict]) -> list[dict]:
+    """The simulated autoscalers' records on the nodes they added, newest first."""
     records = []
     for node in nodes:
         raw = ((node.get("metadata") or {}).get("annotations") or {}).get(SCALE_UP_ANNOTATION)
@@ -210,32 +240,48 @@ def scale_up_records() -> list[dict]:
     return sorted(records, key=lambda r: r["time"], reverse=True)
 
 
-def autoscaler_events(limit: int = 200) -> list[dict]:
-    """Scale-up, no-scale-up and scale-down events, newest first: one request per reason with
-    a ``reason=`` field selector (kube-apiserver's, for events), never every event of the
-    cluster (a scheduler writes several per pod)."""
-    items = []
-    for reason in sorted(AUTOSCALER_REASONS):
-        items += cluster_call(
-            "list events",
-            lambda reason=reason, **kw: core_api().list_event_for_all_namespaces(
-                field_selector=f"reason={reason}", **kw
-            ),
-        ).items
+def _autoscaler_events(lists: list[list[dict]], limit: int) -> list[dict]:
+    """Scale-up, no-scale-up and scale-down events, newest first."""
     events = []
-    for e in items:
-        if e.reason not in AUTOSCALER_REASONS:
-            continue
-        at = e.last_timestamp or e.event_time or e.first_timestamp or e.metadata.creation_timestamp
-        events.append(
-            {
-                "at": at,
-                "reason": e.reason,
-                "kind": e.involved_object.kind,
-                "namespace": e.involved_object.namespace or "",
-                "name": e.involved_object.name,
-                "message": e.message or "",
-            }
-        )
+    for items in lists:
+        for e in items:
+            if e.get("reason") not in AUTOSCALER_REASONS:
+                continue
+            involved = e.get("involvedObject") or {}
+            stamp = (
+                e.get("lastTimestamp")
+                or e.get("eventTime")
+                or e.get("firstTimestamp")
+                or (e.get("metadata") or {}).get("creationTimestamp")
+            )
+            events.append({
+                "at": _timestamp(stamp),
+                "reason": e["reason"],
+                "kind": involved.get("kind"),
+                "namespace": involved.get("namespace") or "",
+                "name": involved.get("name"),
+                "message": e.get("message") or "",
+            })  # fmt: skip
     events.sort(key=lambda e: e["at"] or datetime.min.replace(tzinfo=UTC), reverse=True)
     return events[:limit]
+
+
+def _timestamp(text: object) -> datetime | None:
+    """An event's RFC 3339 time (``eventTime`` has microseconds), as the client's models
+    read it; None when absent or unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cluster-read")
+
+
+def concurrently(*calls: Callable[[], T]) -> list[T]:
+    """Each call's result, in order, the calls made at the same time; the first error raises.
+    A call must not itself wait on this pool (it could wait for a worker forever)."""
+    futures = [_POOL.submit(call) for call in calls]
+    return [future.result() for future in futures]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from dashboard.selectors.cluster import ClusterError, autoscaler_events, scale_up_records
+from dashboard.selectors.cluster import ClusterError, autoscaler_activity
 from dashboard.views.common import render_page
 
 RECENT_ON_OVERVIEW = 5
@@ -15,7 +15,7 @@ def autoscaler(request: HttpRequest) -> HttpResponse:
     and the autoscaler's events. ``recent`` is the overview's short list."""
     error = ""
     try:
-        records, events = scale_up_records(), autoscaler_events()
+        records, events = autoscaler_activity()
     except ClusterError as exc:
         records, events, error = [], [], str(exc)
     context = {

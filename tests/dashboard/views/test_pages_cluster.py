@@ -212,3 +212,34 @@ def test_autoscaler_page_asks_the_cluster_for_autoscaler_events_and_nodes_only(
     assert events and all((fields or "").startswith("reason=") for fields in events)
     nodes = [labels for plural, _, labels in lists if plural == "nodes"]
     assert nodes == [PROVISIONER_LABEL]
+
+
+def test_autoscaler_page_lists_the_autoscalers_events_newest_first_and_nothing_else(
+    client, cluster
+):
+    """The three reasons' lists are read together: each event once, by its newest time
+    (lastTimestamp, else eventTime, else firstTimestamp, else its creation), and no other
+    reason's event."""
+
+    def event(name: str, reason: str, **times: str) -> None:
+        cluster.core.create_namespaced_event("default", {
+            "metadata": {"name": name, "namespace": "default"}, "reason": reason,
+            "involvedObject": {"kind": "Pod", "namespace": "research", "name": f"pod-{name}"},
+            "message": f"said by {name}", "type": "Normal", **times,
+        })  # fmt: skip
+
+    event("up", "TriggeredScaleUp", lastTimestamp="2026-11-20T10:00:03Z",
+          firstTimestamp="2026-11-20T09:00:00Z")  # fmt: skip
+    event("no", "NotTriggerScaleUp", eventTime="2026-11-20T10:00:05.123456Z")
+    event("down", "ScaleDown", firstTimestamp="2026-11-20T10:00:04Z")
+    event("bound", "Scheduled", lastTimestamp="2026-11-20T10:00:09Z")
+
+    page = client.get("/autoscaler/").content.decode()
+
+    rows = [line for line in page.split("<tr") if 'class="event-' in line]
+    assert [r.split('class="event-')[1].split('"')[0] for r in rows] == [
+        "nottriggerscaleup", "scaledown", "triggeredscaleup"
+    ]  # fmt: skip
+    assert "2026-11-20 10:00:05" in rows[0] and "Pod research/pod-no" in rows[0]
+    assert "2026-11-20 10:00:03" in rows[2] and "said by up" in rows[2]
+    assert "said by bound" not in page
