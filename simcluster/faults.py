@@ -288,10 +288,12 @@ class Faults:
             self.cluster.store.delete("pods", parts[3], parts[5])
             self.record("pod_delete", f"{parts[3]}/{parts[5]} before {key}")
 
-    def _cut(self, path: str, events: Iterator[dict]) -> Iterator[dict]:
+    def _cut(self, path: str, events: Iterator[dict | None]) -> Iterator[dict | None]:
         try:
             for event in events:
                 yield event
+                if event is None:  # simcluster.api.watch.CAUGHT_UP: no event, nothing to cut
+                    continue
                 version = (event.get("object") or {}).get("metadata", {}).get("resourceVersion")
                 if self._hit("watch_cut", f"{path}@{version}"):
                     self.record("watch_cut", f"{path} after resourceVersion {version}")
