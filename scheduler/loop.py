@@ -18,6 +18,7 @@ from scheduler.api.report import (
     PodRecord,
     PodState,
     QueueReport,
+    Transition,
     WaitingPod,
 )
 from scheduler.api.status import Code, Status
@@ -33,6 +34,17 @@ from scheduler.framework.writer import GateRemover, Writer
 from scheduler.plugins.base import Plugin
 
 NOT_CONSIDERED = Status(Code.NOT_CONSIDERED, "", "not considered")
+
+
+class CycleFailed(Exception):
+    """A cycle raised (``error``). The writes it had sent by then — a bind leaves when its
+    statement commits — were awaited before this was raised, so they are done and the cache
+    knows them when the next cycle starts; ``transitions`` and ``errors`` say what they
+    were, for the failed cycle's report."""
+
+    def __init__(self, error: Exception, transitions: list[Transition], errors: list[str]) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error, self.transitions, self.errors = error, transitions, errors
 
 
 def run_cycle(
@@ -82,42 +94,51 @@ def _run(
     check = NodeCapacityPlugin(admission) if admission is not None else None
     if check is not None:
         tiers.append([check])
-    ssn = Session(cache.snapshot(now), config, writer, now, tiers)
-    ssn.open()
-    durations: dict[str, float] = {}
-    for name, action in registry.actions(config):
-        t0 = time.perf_counter()
-        action(ssn)
-        durations[name] = time.perf_counter() - t0
-    record_job_status(ssn)
-    invalid, invalid_pods = report_invalid_objects(cache.invalid, writer, ssn, cache.scheduler_name)
-    refused_queues = frozenset(e.name for e in cache.invalid.entries() if e.kind == "queues")
-    problems = report_queue_problems(ssn, writer, cache.queue_problems_said, refused_queues)
-    ssn.close()
-    writer.flush()
-    waiting = waiting_pods(ssn) + invalid_pods
-    return CycleReport(
-        started_at=now,
-        duration_s=time.perf_counter() - started,
-        mode="act" if writer.act else "observe",
-        action_durations_s=durations,
-        queues=queue_reports(ssn),
-        transitions=writer.transitions,
-        waiting=waiting,
-        errors=writer.errors,
-        notices=ssn.notices,
-        risks=check.risks if check is not None else [],
-        gates={
-            "queued": writer.gates_queued,
-            "at_bind": cache.gates_removed_at_bind - bind_removals,
-        },
-        invalid=invalid,
-        problems=problems,
-        cluster=cache.cluster_id,
-        pods=cache.pod_records(skip={p.uid for p in waiting}) + invalid_records(cache, waiting),
-        pod_facts=cache.new_pod_facts(),
-        preemption_attempts=ssn.preemption_attempts,
-    )
+    try:
+        ssn = Session(cache.snapshot(now), config, writer, now, tiers)
+        ssn.open()
+        durations: dict[str, float] = {}
+        for name, action in registry.actions(config):
+            t0 = time.perf_counter()
+            action(ssn)
+            durations[name] = time.perf_counter() - t0
+        record_job_status(ssn)
+        invalid, invalid_pods = report_invalid_objects(
+            cache.invalid, writer, ssn, cache.scheduler_name
+        )
+        refused_queues = frozenset(e.name for e in cache.invalid.entries() if e.kind == "queues")
+        problems = report_queue_problems(ssn, writer, cache.queue_problems_said, refused_queues)
+        ssn.close()
+        writer.flush()
+        waiting = waiting_pods(ssn) + invalid_pods
+        return CycleReport(
+            started_at=now,
+            duration_s=time.perf_counter() - started,
+            mode="act" if writer.act else "observe",
+            action_durations_s=durations,
+            queues=queue_reports(ssn),
+            transitions=writer.transitions,
+            waiting=waiting,
+            errors=writer.errors,
+            notices=ssn.notices,
+            risks=check.risks if check is not None else [],
+            gates={
+                "queued": writer.gates_queued,
+                "at_bind": cache.gates_removed_at_bind - bind_removals,
+            },
+            invalid=invalid,
+            problems=problems,
+            cluster=cache.cluster_id,
+            pods=cache.pod_records(skip={p.uid for p in waiting}) + invalid_records(cache, waiting),
+            pod_facts=cache.new_pod_facts(),
+            preemption_attempts=ssn.preemption_attempts,
+        )
+    except Exception as exc:
+        # Whatever already left (binds from committed statements) must land, and be known,
+        # before anyone decides again: a next cycle that does not see a bind in flight
+        # places another pod in its room, or binds the same pod twice.
+        writer.flush()
+        raise CycleFailed(exc, writer.transitions, writer.errors) from exc
 
 
 def waiting_state(task: TaskInfo, why: Status) -> PodState:

@@ -25,7 +25,7 @@ from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
 from scheduler.kube.leader import fence_cluster_client
 from scheduler.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
-from scheduler.loop import run_cycle
+from scheduler.loop import CycleFailed, run_cycle
 from scheduler.registry import LiveConfig
 
 log = logging.getLogger(__name__)
@@ -252,7 +252,13 @@ class SchedulerService:
                 gate_remover=self.gate_remover,
                 admission=self.admission.context() if self.admission is not None else None,
             )
-        except Exception as exc:
+        except CycleFailed as failed:
+            exc = failed.error
+            log.error("cycle failed: %s", exc, exc_info=exc, extra={"object": "scheduler"})
+            mode = "act" if self.act else "observe"
+            report = CycleReport.failed(now, time.perf_counter() - started, mode, exc,
+                                        failed.transitions, failed.errors)  # fmt: skip
+        except Exception as exc:  # before the cycle had a writer: nothing was sent
             log.exception("cycle failed: %s", exc, extra={"object": "scheduler"})
             mode = "act" if self.act else "observe"
             report = CycleReport.failed(now, time.perf_counter() - started, mode, exc)

@@ -102,12 +102,16 @@ def _store(data: dict) -> int | None:
             started_at=started,
             duration_ms=report.duration_s * 1000,
             mode=report.mode,
-            error=report.failure,
+            decisions=len(report.transitions),
+            error="\n".join([report.failure, *report.errors]),
             failed=True,
             cluster=report.cluster,
             stored_at=timezone.now(),
             level=0,  # no chart reads it: it has no figures
         )
+        # What it had sent before it raised (binds from committed statements) is history;
+        # the pods' current state is the next report's to say.
+        PodTransition.objects.bulk_create(_decisions(failed, report.transitions), batch_size=1000)
         return failed.id
     # Its own cluster's cycles only: each cluster's times are its own clock's.
     own = Cycle.objects.filter(cluster=report.cluster)

@@ -527,11 +527,20 @@ class CycleReport:
 
     @classmethod
     def failed(
-        cls, started_at: float, duration_s: float, mode: str, error: BaseException
+        cls,
+        started_at: float,
+        duration_s: float,
+        mode: str,
+        error: BaseException,
+        transitions: list[Transition] | None = None,
+        errors: list[str] | None = None,
     ) -> CycleReport:
-        """The report of a cycle that raised ``error``: it decided nothing."""
+        """The report of a cycle that raised ``error``: it decided nothing more than the
+        ``transitions`` it had sent by then (a bind leaves when its statement commits), which
+        were awaited, each as it ended (a refused bind is BIND_FAILED), with their ``errors``."""
         text = f"{type(error).__name__}: {error}"
-        return cls(started_at, duration_s, mode, failure=text[:2000])
+        return cls(started_at, duration_s, mode, transitions=list(transitions or []),
+                   errors=list(errors or []), failure=text[:2000])  # fmt: skip
 
     def counts(self) -> dict[PodState, int]:
         """Pods by state over every queue (a queue counts its own jobs' pods only)."""

@@ -144,3 +144,29 @@ def test_objects_sluice_cannot_use_are_listed_with_their_field(client):
     pods = client.get("/pods/").content.decode()
     assert "huge" in pods and "invalid quantity &#x27;1e400&#x27;" in pods
     assert "spec.containers[0].resources.requests.cpu" in pods
+
+
+def test_a_cycle_that_failed_after_sending_binds_keeps_them_as_history(client):
+    """A bind leaves when its statement commits: a cycle that raised afterwards had sent some.
+    Its report says so (the transitions, a refused one as BIND_FAILED, and the errors), and
+    they are its decisions in History and on each pod's page."""
+    from scheduler.api.report import TransitionKind
+    from tests.builders import transition
+
+    sent = [
+        transition("etl-0", TransitionKind.ALLOCATED, "n1", "allocated", ns="batch"),
+        transition("etl-1", TransitionKind.BIND_FAILED, "n1", "bind failed: HTTP 500",
+                   ns="batch", old=PodState.WAITING, new=PodState.WAITING),
+    ]  # fmt: skip
+    report = CycleReport.failed(time.time(), 0.2, "act", RuntimeError("status step"), sent,
+                                ["bind batch/etl-1 to n1: HTTP 500"])  # fmt: skip
+    store_cycle_report(report.to_json())
+
+    cycle = Cycle.objects.get()
+    assert cycle.failed and cycle.decisions == 2
+    assert cycle.error.splitlines() == ["RuntimeError: status step",
+                                        "bind batch/etl-1 to n1: HTTP 500"]  # fmt: skip
+    history = client.get("/history/").content.decode()
+    assert "batch/etl-0</a> allocated" in history and "batch/etl-1</a> bind failed" in history
+    pod_page = client.get("/pods/batch/etl-0/")
+    assert pod_page.status_code == 200 and "allocated" in pod_page.content.decode()
