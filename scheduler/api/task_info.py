@@ -130,7 +130,13 @@ _CONSTRAINT_FIELDS = ("nodeSelector", "affinity", "tolerations")
 
 
 def _same(before: Mapping[str, Any] | None, after: Mapping[str, Any], fields: tuple) -> bool:
-    return before is not None and all(before.get(f) == after.get(f) for f in fields)
+    return before is not None and all(_identical(before.get(f), after.get(f)) for f in fields)
+
+
+def _identical(old: object, new: object) -> bool:
+    """Equal as JSON values, not only as Python ones: ``1 == True == 1.0``, while a quantity
+    ``true`` is invalid (about 1.5 us for a pod's containers)."""
+    return old is new or repr(old) == repr(new)
 
 
 class TaskInfo:
