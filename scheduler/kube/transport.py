@@ -34,6 +34,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 import weakref
 from typing import Any
 from urllib.parse import urlsplit
@@ -70,17 +71,25 @@ class _Connection:
     """One keep-alive connection: a socket (TLS-wrapped for https) and what was read past the
     last answer."""
 
-    __slots__ = ("__weakref__", "buffer", "sock")
+    __slots__ = ("__weakref__", "buffer", "deadline", "sock", "timeout")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
         self.sock = sock
         self.buffer = b""
+        self.timeout = timeout
+        self.deadline = 0.0  # the current exchange's end (time.monotonic)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
 
     def _more(self) -> None:
+        # The timeout bounds the whole exchange, as kube-apiserver's --request-timeout bounds a
+        # request: a server trickling its answer a byte at a time does not hold a bind longer.
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no whole answer within {self.timeout:g} s")
+        self.sock.settimeout(left)
         data = self.sock.recv(65536)
         if not data:
             raise http.client.RemoteDisconnected("the server closed the connection")
@@ -103,6 +112,8 @@ class _Connection:
     def exchange(self, request: bytes, method: str) -> tuple[Response, bool]:
         """Send ``request`` whole; read its answer. Also says whether the connection must be
         closed after it (``Connection: close``, HTTP/1.0, a body read to the end)."""
+        self.deadline = time.monotonic() + self.timeout
+        self.sock.settimeout(self.timeout)
         self.sock.sendall(request)
         while True:
             while (end := self.buffer.find(b"\r\n\r\n")) < 0:
@@ -138,10 +149,12 @@ class _Connection:
                 raise ProtocolError(f"Content-Length: {length[:40]!r}")
             data = self._exactly(int(length))
         else:  # the body ends when the server closes the connection
-            chunks = [self.buffer]
-            while data := self.sock.recv(65536):
-                chunks.append(data)
-            data, self.buffer, close = b"".join(chunks), b"", True
+            try:
+                while True:
+                    self._more()
+            except http.client.RemoteDisconnected:
+                pass
+            data, self.buffer, close = self.buffer, b"", True
         return Response(status, reason, headers, data), close
 
     def _chunked(self) -> bytes:
@@ -240,7 +253,7 @@ class DirectRest:
         except BaseException:
             sock.close()
             raise
-        return _Connection(sock)
+        return _Connection(sock, self._timeout)
 
     def _connection(self) -> _Connection:
         connection: _Connection | None = getattr(self._local, "connection", None)
