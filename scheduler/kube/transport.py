@@ -120,6 +120,8 @@ class _Connection:
                 if len(self.buffer) > MAX_HEADER_BYTES:
                     raise ProtocolError("the answer's headers are too long")
                 self._more()
+            if end > MAX_HEADER_BYTES:  # the end arrived with the read that crossed the limit
+                raise ProtocolError("the answer's headers are too long")
             head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
             status_line, *lines = head.decode("iso-8859-1").split("\r\n")
             version, _, rest = status_line.partition(" ")

@@ -599,3 +599,16 @@ def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent():
         direct.request("POST", server.url + "/x", {"Authorization": "Bearer a\r\nX-Evil: 1"}, b"")
     assert server.requests == []
     assert direct.request("POST", server.url + "/x", {}, b"").status == 201
+
+
+def test_headers_past_the_limit_are_refused_however_they_arrive():
+    """64 KiB of status line and headers at most, as http.client: also when the read that
+    crosses the limit brings the end of the headers with it."""
+    from scheduler.kube.transport import MAX_HEADER_BYTES
+
+    big = b"X-Big: " + b"a" * (MAX_HEADER_BYTES - 20) + b"\r\n"
+    answer = b"HTTP/1.1 201 Created\r\n" + big + b"Content-Length: 0\r\n\r\n"
+    server = Scripted([answer], piece=MAX_HEADER_BYTES - 5)  # the end comes with the 2nd read
+    direct = _direct(server.url)
+    with pytest.raises(http.client.HTTPException, match="headers are too long"):
+        direct.request("POST", server.url + "/x", {}, b"")
