@@ -103,9 +103,11 @@ class ApiServer:
             ]
         # Written whole or not at all (a temporary file renamed over it): whoever polls for the
         # file (kubectl, the scheduler, a test) never reads half of it.
-        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        # A symlinked kubeconfig stays a link: its target is the file replaced.
+        target = path.resolve() if path.is_symlink() else path
+        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         partial.write_text(yaml.safe_dump(config, sort_keys=False))
-        os.replace(partial, path)
+        os.replace(partial, target)
         return path
 
     def track(self, connection: socket.socket, open_: bool) -> None:

@@ -37,3 +37,15 @@ def test_a_reader_polling_the_kubeconfig_never_reads_it_half_written(tmp_path):
     assert seen, "the reader never saw the file"
     assert all(isinstance(c, dict) and c["clusters"][0]["cluster"]["server"] for c in seen)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_symlinked_kubeconfig_stays_a_link_to_the_file_written(tmp_path):
+    server = ApiServer(Cluster(Store(lambda: 0.0), lambda: 0.0), port=0)
+    real = tmp_path / "configs" / "sim.yaml"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "kubeconfig"
+    link.symlink_to(real)
+    server.write_kubeconfig(link)
+    assert link.is_symlink() and link.resolve() == real
+    assert yaml.safe_load(real.read_text())["clusters"][0]["cluster"]["server"] == server.url
