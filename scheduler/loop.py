@@ -37,10 +37,10 @@ NOT_CONSIDERED = Status(Code.NOT_CONSIDERED, "", "not considered")
 
 
 class CycleFailed(Exception):
-    """A cycle raised (``error``). The writes it had sent by then — a bind leaves when its
-    statement commits — were awaited before this was raised, so they are done and the cache
-    knows them when the next cycle starts; ``transitions`` and ``errors`` say what they
-    were, for the failed cycle's report."""
+    """A cycle raised (``error``) after it had decided something. The writes it had sent by
+    then — a bind leaves when its statement commits — were awaited before this was raised,
+    so they are done and the cache knows them when the next cycle starts; ``transitions``
+    and ``errors`` say what they were, for the failed cycle's report."""
 
     def __init__(self, error: Exception, transitions: list[Transition], errors: list[str]) -> None:
         super().__init__(f"{type(error).__name__}: {error}")
@@ -138,6 +138,8 @@ def _run(
         # before anyone decides again: a next cycle that does not see a bind in flight
         # places another pod in its room, or binds the same pod twice.
         writer.flush()
+        if not writer.transitions:
+            raise  # it had decided nothing: the error as it was
         raise CycleFailed(exc, writer.transitions, writer.errors) from exc
 
 

@@ -153,6 +153,7 @@ class Statement:
                 refused[op.node_name] = f"{op.task.namespace}/{op.task.name}"
                 session.unevict_task(op.task, op.previous)
         pipelines = {op.task.uid: op.node_name for op in self.operations if op.name is Op.PIPELINE}
+        allocated = {op.task.uid for op in self.operations if op.name is Op.ALLOCATE}
         blocked = set(pipelines.values()) if gang and refused else set(refused)
         for op in self.operations:
             op.task.last_transaction = None  # committed: nothing to report from a discard
@@ -161,7 +162,8 @@ class Statement:
                     op.task.sch_gated = True
                     session.unreserve(op.task)
                 else:
-                    writer.remove_gate(op.task, session.reservations.get(op.task.uid))
+                    writer.remove_gate(op.task, session.reservations.get(op.task.uid),
+                                       bound_next=op.task.uid in allocated)  # fmt: skip
             elif op.name is Op.ALLOCATE:
                 writer.bind(op.task, op.node_name, op.was)
             elif op.name is Op.PIPELINE:

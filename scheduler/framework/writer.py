@@ -179,13 +179,22 @@ class Writer:
         self._record(task, kind, previous, PodState.TERMINATING, task.node_name, reason)
         return True
 
-    def remove_gate(self, task: TaskInfo, reserved_since: float | None = None) -> None:
+    def remove_gate(
+        self, task: TaskInfo, reserved_since: float | None = None, *, bound_next: bool = False
+    ) -> None:
         """Lift our gate; ``reserved_since`` (the cycle's time) is written on the pod with it
-        when the pod now holds a gate reservation, so a restarted scheduler takes it up."""
+        when the pod now holds a gate reservation, so a restarted scheduler takes it up.
+        ``bound_next``: the same statement binds the pod, and its bind (which leaves at once)
+        lifts the gate just before (``SchedulerCache.bind``): the asynchronous removal would
+        be a second PATCH of the same pod, and a reservation on a pod being bound holds
+        nothing."""
         message = "queue has capacity: queue-allocation gate removed"
         kind = TransitionKind.GATE_REMOVED
         self._record(task, kind, PodState.GATED, PodState.WAITING, "", message)
         if self.client is None:
+            return
+        if bound_next:
+            self.cache.note_gate_removed(task)
             return
         stamp = None if reserved_since is None else reservation_stamp(reserved_since)
         if self.gate_remover is None:

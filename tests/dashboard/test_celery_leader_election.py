@@ -355,9 +355,10 @@ def test_the_leaders_gate_removals_carry_its_term(elected, sim, redis_url):  # n
     """What the leader queues on ``gates`` names its Lease, identity and leaseTransitions, so
     the gates worker can drop it once that leader is deposed (dashboard/tasks/gates.py)."""
     create_cluster(sim, pods=0)
-    sim.core.create_namespaced_pod(
-        "default", body(pod("gated", namespace="default", gates=[GATE], opt_in=True))
-    )
+    # Its queue has room and no node its selector names: the gate's removal is queued (a pod
+    # the same decision binds has its gate lifted by the bind instead).
+    gated = pod("gated", namespace="default", gates=[GATE], opt_in=True, selector={"pool": "x"})
+    sim.core.create_namespaced_pod("default", body(gated))
     broker = redis.Redis.from_url(redis_url)
     broker.delete("gates")
 

@@ -77,7 +77,10 @@ def test_gate_removed_but_no_node_fits_reports_unschedulable():
     assert reserved == {"cpu": 1000, "memory": 2**30}
 
 
-def test_queued_gate_removal_is_not_awaited_and_bind_removes_the_gate_if_still_there():
+def test_a_pod_ungated_and_bound_by_one_statement_has_its_gate_lifted_once_by_its_bind():
+    """The bind leaves as its statement commits and lifts the gate just before (the bind
+    path's synchronous removal): queueing the asynchronous removal too would PATCH the pod
+    twice, and a reservation stamped on a pod being bound holds nothing."""
     queued = []
     scenario = Scenario(nodes=[node("n1")], pods=[pod("p", gates=[GATE], opt_in=True)])
     client = RecordingClusterClient()
@@ -85,11 +88,26 @@ def test_queued_gate_removal_is_not_awaited_and_bind_removes_the_gate_if_still_t
         scenario.cache(), default_config(), client, now=0.0,
         gate_remover=lambda ns, name, uid, since: queued.append((ns, name, uid)),
     )  # fmt: skip
+    assert queued == []
+    assert [c[0] for c in client.calls] == ["remove_scheduling_gate", "bind"]
+    assert report.gates == {"queued": 0, "at_bind": 1}
+    assert [t.kind.value for t in report.transitions] == ["gate_removed", "allocated"]
+
+
+def test_a_pod_ungated_without_a_node_has_its_removal_queued_not_awaited():
+    """Its queue has room, no node has: the removal is queued (never awaited by the cycle)
+    and its reservation stamped on the pod meanwhile."""
+    queued = []
+    scenario = Scenario(nodes=[node("n1")],
+                        pods=[pod("p", gates=[GATE], opt_in=True, selector={"pool": "new"})])  # fmt: skip
+    client = RecordingClusterClient()
+    report = run_cycle(
+        scenario.cache(), default_config(), client, now=0.0,
+        gate_remover=lambda ns, name, uid, since: queued.append((ns, name, uid)),
+    )  # fmt: skip
     assert [q[:2] for q in queued] == [("ns", "p")]
-    # The queued removal has not run: its reservation is stamped on the pod meanwhile, and the
-    # bind path removes the gate synchronously first.
-    assert [c[0] for c in client.calls] == ["stamp_reservation", "remove_scheduling_gate", "bind"]
-    assert report.gates == {"queued": 1, "at_bind": 1}
+    assert [c[0] for c in client.calls] == ["stamp_reservation"]
+    assert report.gates == {"queued": 1, "at_bind": 0}
 
 
 def test_a_gate_removal_the_watch_never_confirms_lapses_and_is_queued_again():
