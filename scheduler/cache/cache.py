@@ -463,6 +463,7 @@ class SchedulerCache:
         if ours_only and not gate_removed:
             client.remove_scheduling_gate(pod)
             self.gates_removed_at_bind += 1
+            self.note_gate_removed(task)  # lifted: until the watch says so, and if the bind fails
         client.bind(pod, node_name)
         with self._lock:
             self._mark_bound(task.uid, node_name)

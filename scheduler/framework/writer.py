@@ -194,8 +194,7 @@ class Writer:
         if self.client is None:
             return
         if bound_next:
-            self.cache.note_gate_removed(task)
-            return
+            return  # noted once the bind path has lifted it (SchedulerCache.bind)
         stamp = None if reserved_since is None else reservation_stamp(reserved_since)
         if self.gate_remover is None:
             try:  # no worker pool: do it in line

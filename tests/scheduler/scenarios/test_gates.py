@@ -94,6 +94,25 @@ def test_a_pod_ungated_and_bound_by_one_statement_has_its_gate_lifted_once_by_it
     assert [t.kind.value for t in report.transitions] == ["gate_removed", "allocated"]
 
 
+def test_a_gate_its_bind_failed_to_lift_is_lifted_again_by_the_next_cycle():
+    """The bind lifts the gate of a pod its statement ungated and bound; when that removal is
+    refused, the pod is still gated, and the next cycle must ungate it again — here, with no
+    node left, through the queued removal. (Noting the removal before it happened made the
+    cache take the pod as ungated: no removal was sent again, and the pod kept the bind's
+    SchedulerError while it fit no node: simulation seed 154.)"""
+    scenario = Scenario(nodes=[node("n1")], pods=[pod("p", gates=[GATE], opt_in=True)])
+    cache = scenario.cache()
+    refused = RecordingClusterClient(fail={("remove_scheduling_gate", "ns/p")})
+    first = run_cycle(cache, default_config(), refused, now=0.0,
+                      gate_remover=lambda *args: None)  # fmt: skip
+    assert [t.kind.value for t in first.transitions] == ["gate_removed", "bind_failed"]
+    cache.delete_node(node("n1"))
+    queued = []
+    run_cycle(cache, default_config(), RecordingClusterClient(), now=1.0,
+              gate_remover=lambda ns, name, uid, since: queued.append(name))  # fmt: skip
+    assert queued == ["p"]
+
+
 def test_a_pod_ungated_without_a_node_has_its_removal_queued_not_awaited():
     """Its queue has room, no node has: the removal is queued (never awaited by the cycle)
     and its reservation stamped on the pod meanwhile."""
