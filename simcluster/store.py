@@ -13,6 +13,12 @@ resourceVersion of the first page and the last key returned; later pages are tha
 resourceVersion's snapshot (rebuilt from the kind's log, the way etcd's MVCC serves an older
 revision), and a token whose version the log no longer covers is ``Expired`` (410).
 
+A kind may keep an index of its objects by a field (``add_index``), as kube-apiserver's watch
+cache keeps indexers for the fields its lists select most (``IndexerFuncs`` in
+``k8s.io/apiserver/pkg/storage/cacher``, e.g. pods by ``spec.nodeName``): a list selecting
+``field=value`` then reads only the objects with that value, instead of every object of the
+kind (the events of one reason among every event a cluster wrote).
+
 A stored object is never changed in place: a write stores a new dict. So watch events carry
 the stored dicts themselves (no copy per event), and only what leaves the store is copied.
 
@@ -197,6 +203,8 @@ class Store:
         for kind_log in self._logs.values():
             kind_log.changed = threading.Condition(self._lock)  # this kind's changes
         self._rv = 0
+        # kind -> field path -> (the field's value of an object, value -> keys with it)
+        self._indexes: dict[str, dict[str, tuple[Callable[[dict], str], dict[str, set[Key]]]]] = {}
         self._observers: list[Callable[[WatchEvent], None]] = []
         self.generation = 0  # counts ``load``s: what a controller read before one is stale
         # UIDs are random (uuid4), as kube-apiserver's; with a seed, each is derived from the
@@ -253,9 +261,13 @@ class Store:
         match: Callable[[dict], bool] | None = None,
         limit: int = 0,
         continue_: str = "",
+        indexed: tuple[str, str] | None = None,
     ) -> Page:
         """Objects of ``kind`` in key order that ``match`` (all when None), at most ``limit``
-        (0: no limit), from ``continue_`` on; only the objects returned are copied."""
+        (0: no limit), from ``continue_`` on; only the objects returned are copied.
+        ``indexed``: ``(path, value)`` of an equality that ``match`` requires: with an index on
+        ``path`` (``add_index``), only the objects with that value are read (and still
+        matched), not every object of the kind."""
         with self._lock:
             keys = self._keys[kind]
             if KINDS[kind] and namespace:
@@ -277,7 +289,18 @@ class Store:
                 and (after is None or k > after)
                 and (not KINDS[kind] or not namespace or k[0] == namespace)
             )
-            in_range = (keys[i] for i in range(low, high))
+            in_range: Iterable[Key] = (keys[i] for i in range(low, high))
+            chosen = self._indexed_keys(kind, indexed) if indexed is not None else None
+            if chosen is not None:
+                # An object changed since the snapshot may have had the value then: the
+                # overlay's keys are read too (and matched against their snapshot object).
+                picked = chosen | {k for k in overlay if k in objects} if overlay else chosen
+                in_range = sorted(
+                    k
+                    for k in picked
+                    if (after is None or k > after)
+                    and (not KINDS[kind] or not namespace or k[0] == namespace)
+                )
             candidates = heapq.merge(in_range, gone) if gone else in_range
             items: list[dict] = []
             last: Key | None = None
@@ -297,6 +320,35 @@ class Store:
                 if match is None:
                     remaining = high - bisect.bisect_right(keys, last, low, high)
             return Page(items, version, token, remaining)
+
+    def _indexed_keys(self, kind: str, indexed: tuple[str, str]) -> set[Key] | None:
+        """The keys of ``kind``'s objects whose ``path`` has ``value``; None without an index."""
+        path, value = indexed
+        index = self._indexes.get(kind, {}).get(path)
+        if index is None:
+            return None
+        return index[1].get(value, set())
+
+    def add_index(self, kind: str, path: str, value_of: Callable[[dict], str]) -> None:
+        """Keep ``kind``'s keys by ``value_of(obj)``, the value a field selector on ``path``
+        compares (``list_page(indexed=(path, value))`` reads those objects only)."""
+        with self._lock:
+            by_value: dict[str, set[Key]] = {}
+            for key, obj in self._objects[kind].items():
+                by_value.setdefault(value_of(obj), set()).add(key)
+            self._indexes.setdefault(kind, {})[path] = (value_of, by_value)
+
+    def _reindex(self, kind: str, key: Key, old: dict | None, new: dict | None) -> None:
+        for value_of, by_value in self._indexes.get(kind, {}).values():
+            if old is not None:
+                value = value_of(old)
+                keys = by_value.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del by_value[value]
+            if new is not None:
+                by_value.setdefault(value_of(new), set()).add(key)
 
     def _decode_continue(self, kind: str, token: str) -> tuple[int, Key]:
         try:
@@ -396,6 +448,8 @@ class Store:
                 raise NotFound(f"{describe(kind, *key)} not found")
             keys = self._keys[kind]
             del keys[bisect.bisect_left(keys, key)]
+            if kind in self._indexes:
+                self._reindex(kind, key, stored, None)
             self._rv += 1
             obj = {**stored, "metadata": {**stored["metadata"], "resourceVersion": str(self._rv)}}
             self._record(WatchEvent(self._rv, kind, "DELETED", obj, stored))
@@ -412,6 +466,8 @@ class Store:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[kind][key] = obj  # from here on never changed in place
+        if kind in self._indexes:
+            self._reindex(kind, key, previous, obj)
         result = _copy(obj)
         self._record(WatchEvent(self._rv, kind, event_type, obj, previous))
         return result
@@ -487,6 +543,9 @@ class Store:
             for kind, items in state["objects"].items():
                 self._objects[kind] = {object_key(obj): obj for obj in items}
                 self._keys[kind] = sorted(self._objects[kind])
+            for kind, indexes in self._indexes.items():
+                for path, (value_of, _) in list(indexes.items()):
+                    self.add_index(kind, path, value_of)
 
 
 def _encode_continue(version: int, last: Key, namespaced: bool) -> str:

@@ -35,7 +35,7 @@ from simcluster.api.errors import (
 from simcluster.api.eviction import evict_pod
 from simcluster.api.patch import apply_patch
 from simcluster.api.resources import RESOURCES, Resource
-from simcluster.api.selectors import selector_match
+from simcluster.api.selectors import equality_terms, field_value, selector_match
 from simcluster.api.structural import default_custom, validate_custom
 from simcluster.api.webhook import Webhook, mutate_pod, service_host
 from simcluster.disruption import DisruptionController
@@ -50,6 +50,16 @@ SERVER_MANAGED_META = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
+
+
+# Fields a list's field selector is answered from an index for (Store.add_index): the
+# dashboard's Autoscaler page lists events by reason (one list per reason), and a cluster
+# keeps an event or more for every pod it ran.
+INDEXED_FIELDS: dict[str, tuple[str, ...]] = {"events": ("reason",)}
+
+
+def _field_of(path: str) -> Callable[[dict], str]:
+    return lambda obj: field_value(obj, path)
 
 
 def resource_for(plural: str) -> Resource:
@@ -78,6 +88,9 @@ class Cluster:
             with contextlib.suppress(StoreError):
                 self.store.create("priorityclasses", pc)
         self.disruption = DisruptionController.attach(self.store, self.now)
+        for kind, paths in INDEXED_FIELDS.items():
+            for path in paths:
+                self.store.add_index(kind, path, _field_of(path))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -112,9 +125,16 @@ class Cluster:
         filter before the limit counts, as kube-apiserver's do."""
         resource_for(plural)
         match = selector_match(plural, labels, fields)
+        indexed = INDEXED_FIELDS.get(plural, ())
+        term = next((t for t in equality_terms(fields) if t[0] in indexed), None)
         try:
             return self.store.list_page(
-                plural, namespace or None, match=match, limit=limit, continue_=continue_
+                plural,
+                namespace or None,
+                match=match,
+                limit=limit,
+                continue_=continue_,
+                indexed=term,
             )
         except InvalidContinue as error:
             raise bad_request(str(error)) from None

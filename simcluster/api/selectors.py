@@ -68,6 +68,18 @@ def selector_match(resource: str, labels: str | None, fields: str | None) -> Pre
     return lambda obj: by_label(obj) and by_field(obj)
 
 
+def equality_terms(fields: str | None) -> list[tuple[str, str]]:
+    """The ``path=value`` (or ``==``) terms of a field selector, which every object the
+    selector keeps satisfies: what a store index on ``path`` can answer. Terms that do not
+    parse are left to ``field_selector``, which refuses them."""
+    terms = []
+    for term in _split_terms(fields or ""):
+        match = _EQ_RE.match(term)
+        if match and match.group(2) != "!=":
+            terms.append((match.group(1), match.group(3)))
+    return terms
+
+
 def _label_term(term: str) -> Callable[[dict], bool]:
     match = _EQ_RE.match(term)
     if match:
