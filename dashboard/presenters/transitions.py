@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.models import POD_STATES, TRANSITION_KINDS, PodTransition
+
+if TYPE_CHECKING:
+    from dashboard.selectors.cycles import ShownTransition
 
 KIND_LABELS = dict(TRANSITION_KINDS)
 STATE_LABELS = dict(POD_STATES)
@@ -30,12 +34,23 @@ def _e(text: str) -> str:
     return html.escape(str(text), quote=True)
 
 
-def history_lines(transitions: Iterable[PodTransition]) -> list[SafeString]:
-    """Each transition as the History page shows it: the pod (a link to its page), what
-    happened, from which state to which, on which node, and the message."""
-    url = reverse("pod", args=("NAMESPACE", "NAME"))  # once a page, not once a line
+def pod_url_parts() -> tuple[str, str, str]:
+    """The pod page's URL around its namespace and name, from one ``reverse``: a page of
+    cycles makes one, not one per cycle."""
+    url = reverse("pod", args=("NAMESPACE", "NAME"))
     before, rest = url.split("NAMESPACE", 1)
     between, after = rest.split("NAME", 1)
+    return before, between, after
+
+
+def history_lines(
+    transitions: Iterable[PodTransition | ShownTransition],
+    url: tuple[str, str, str] | None = None,
+) -> list[SafeString]:
+    """Each transition as the History page shows it: the pod (a link to its page), what
+    happened, from which state to which, on which node, and the message. ``url``:
+    ``pod_url_parts()``, when the caller made it already."""
+    before, between, after = url or pod_url_parts()
     lines = []
     for t in transitions:
         href = (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, When, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
 from dashboard.models import Cycle, PodTransition, QueueSample
@@ -41,10 +41,31 @@ def cycle_list(*, filters: CycleFilter, page: int | str = 1) -> Page:
             Q(name__icontains=filters.pod) | Q(uid=filters.pod)
         )
         cycles = cycles.filter(Exists(moved))
-    return Paginator(cycles.order_by("-started_at"), PAGE_SIZE).get_page(page)
+    # The columns the page shows: the JSON ones (counts, action durations, gates, notices)
+    # are decoded for every row read, and a page of cycles shows none of them.
+    shown = cycles.only(*LISTED_FIELDS).order_by("-started_at")
+    return Paginator(shown, PAGE_SIZE).get_page(page)
+
+
+LISTED_FIELDS = ("id", "started_at", "duration_ms", "mode", "decisions", "error", "failed")
 
 
 TRANSITIONS_SHOWN = 5  # per cycle on a page of cycles
+
+
+class ShownTransition(NamedTuple):
+    """A transition as a page of cycles shows it: the columns it needs, read as a row."""
+
+    namespace: str
+    name: str
+    kind: str
+    from_state: str
+    to_state: str
+    node: str
+    message: str
+
+
+SHOWN_FIELDS = ShownTransition._fields
 
 
 @dataclass(frozen=True)
@@ -53,7 +74,7 @@ class CycleTransitions:
     the cycle made: a cycle that placed a backlog made thousands, and a page of 50 such cycles
     listing them all was megabytes of HTML and seconds of rendering."""
 
-    shown: list[PodTransition]
+    shown: list[ShownTransition]
     total: int
 
     @property
@@ -64,21 +85,38 @@ class CycleTransitions:
 def cycle_transitions(
     cycle_ids: list[int], pod: str = "", limit: int = TRANSITIONS_SHOWN
 ) -> dict[int, CycleTransitions]:
-    """Two queries whatever the page holds: the count per cycle, and the first ``limit`` of
-    each cycle (a window function numbering each cycle's rows)."""
-    of_page = PodTransition.objects.filter(cycle_id__in=cycle_ids)
-    totals = dict(of_page.values_list("cycle_id").annotate(n=Count("id")).order_by())
+    """Two queries whatever the page holds, each reading only what it returns: per cycle, the
+    ids of its first ``limit`` transitions and their count (subqueries that seek the index on
+    ``cycle_id``), then those transitions' columns, as rows rather than model instances. The
+    page after the openb backlog lists cycles of 1,000-1,900 transitions each: a window
+    function numbering every transition of the page's cycles read 24,000 rows for 240 (21 ms
+    of SQLite, against 0.7 ms here)."""
     order = [F("id").asc()]
     if pod:
         named = Case(When(Q(name__icontains=pod) | Q(uid=pod), then=0), default=1)
         order.insert(0, named.asc())
-    numbered = of_page.annotate(
-        rank=Window(RowNumber(), partition_by=[F("cycle_id")], order_by=order)
-    ).filter(rank__lte=limit)
-    shown: dict[int, list[PodTransition]] = {}
-    for t in sorted(numbered, key=lambda t: (t.cycle_id, t.rank)):
-        shown.setdefault(t.cycle_id, []).append(t)
-    return {c: CycleTransitions(shown.get(c, []), total) for c, total in totals.items()}
+    of_cycle = PodTransition.objects.filter(cycle_id=OuterRef("id"))
+    first = of_cycle.order_by(*order).values("id")
+    counted = of_cycle.order_by().values("cycle_id").annotate(n=Count("id")).values("n")
+    picks = [f"pick{k}" for k in range(limit)]
+    rows = (
+        Cycle.objects.filter(id__in=cycle_ids)
+        .order_by()
+        .annotate(
+            total=Subquery(counted), **{p: Subquery(first[k : k + 1]) for k, p in enumerate(picks)}
+        )
+        .values_list("id", "total", *picks)
+    )
+    firsts = {row[0]: (row[1], [t for t in row[2:] if t is not None]) for row in rows if row[1]}
+    wanted = [t for _, ids in firsts.values() for t in ids]
+    shown = {
+        row[0]: ShownTransition._make(row[1:])
+        for row in PodTransition.objects.filter(id__in=wanted).values_list("id", *SHOWN_FIELDS)
+    }
+    return {
+        cycle: CycleTransitions([shown[t] for t in ids if t in shown], total)
+        for cycle, (total, ids) in firsts.items()
+    }
 
 
 def cycle_series(chart_range: ChartRange, now: datetime | None = None) -> list[dict]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from dashboard.presenters.autoscaler import event_rows
 from dashboard.selectors.cluster import ClusterError, autoscaler_activity
 from dashboard.views.common import render_page
 
@@ -22,6 +23,7 @@ def autoscaler(request: HttpRequest) -> HttpResponse:
         "records": records,
         "recent": records[:RECENT_ON_OVERVIEW],
         "events": events,
+        "event_rows": event_rows(events),
         "false_count": sum(1 for r in records if r.get("false_scale_up")),
         "wasted_seconds": sum(r.get("wasted_seconds", 0) for r in records),
         "error": error,

@@ -11,7 +11,7 @@ from dashboard.presenters.charts import (
     pod_counts_figure,
     series_summary,
 )
-from dashboard.presenters.transitions import history_lines
+from dashboard.presenters.cycles import cycle_rows
 from dashboard.selectors.cycles import CycleFilter, cycle_list, cycle_series, cycle_transitions
 from dashboard.views.common import cluster_now, range_context, render_page
 
@@ -21,7 +21,8 @@ def history(request: HttpRequest) -> HttpResponse:
     form = CycleFilterForm(request.GET or None)
     filters = CycleFilter(**form.cleaned_data) if form.is_valid() else CycleFilter()
     page = cycle_list(filters=filters, page=request.GET.get("page", 1))
-    transitions = cycle_transitions([c.id for c in page.object_list], pod=filters.pod)
+    cycles = list(page.object_list)
+    transitions = cycle_transitions([c.id for c in cycles], pod=filters.pod)
     ranges = range_context(request)
     series = cycle_series(ranges["range"], cluster_now())
     query = request.GET.copy()
@@ -29,11 +30,8 @@ def history(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
-        "cycles": [
-            (c, shown, history_lines(shown.shown) if shown else [])
-            for c in page.object_list
-            for shown in [transitions.get(c.id)]
-        ],
+        "cycles": cycles,
+        "cycle_rows": cycle_rows(cycles, transitions),
         "query": query.urlencode(),
         "series": series,
         "duration_chart": chart_html(cycle_duration_figure(series), "cycle-duration")
