@@ -222,6 +222,9 @@ SLUICE_CYCLE_PERIOD = env_float("SLUICE_CYCLE_PERIOD", 1.0)
 SLUICE_KUBE_API_QPS = env_float("SLUICE_KUBE_API_QPS", 2000.0)
 SLUICE_KUBE_API_BURST = int(env_float("SLUICE_KUBE_API_BURST", 2000))
 SLUICE_BIND_WORKERS = int(env_float("SLUICE_BIND_WORKERS", 16))
+# The binds leave from a process of their own (scheduler.kube.bind_process); off: from the
+# scheduler's process, each asking the leader's fence the moment it leaves.
+SLUICE_BIND_PROCESS = env_bool("SLUICE_BIND_PROCESS", True)
 if not (SLUICE_KUBE_API_QPS > 0 and SLUICE_KUBE_API_BURST >= 1 and SLUICE_BIND_WORKERS >= 1):
     raise ImproperlyConfigured(
         "SLUICE_KUBE_API_QPS must be > 0, SLUICE_KUBE_API_BURST and SLUICE_BIND_WORKERS >= 1 "

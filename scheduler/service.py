@@ -20,11 +20,13 @@ from scheduler.api.report import ConfigInForce, CycleReport
 from scheduler.cache.cache import SchedulerCache
 from scheduler.config import ConfigText, SchedulerConfig, default_config
 from scheduler.framework.writer import GateRemover
+from scheduler.kube.bind_process import BindProcess
 from scheduler.kube.client import KubeClusterClient
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
 from scheduler.kube.leader import fence_cluster_client
 from scheduler.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from scheduler.kube.transport import DEFAULT_TIMEOUT
 from scheduler.loop import CycleFailed, run_cycle
 from scheduler.registry import LiveConfig
 
@@ -178,6 +180,7 @@ class SchedulerService:
         kube_api_qps: float = DEFAULT_QPS,
         kube_api_burst: int = DEFAULT_BURST,
         bind_workers: int = DEFAULT_BIND_WORKERS,
+        bind_process: bool = True,
     ) -> None:
         self.period = period  # seconds between cycles, as whoever runs them says (reported)
         self.live_config = LiveConfig(config_source, registry.check(config or default_config()))
@@ -220,10 +223,21 @@ class SchedulerService:
         )
         # Room for every write in flight, the status writes, the gate removals and the reads.
         self.cluster.keep_connections(bind_workers + 8)
+        # The binds leave from a process of their own (scheduler.kube.bind_process), with as
+        # many threads: in this one they would take turns with the cycle for the interpreter.
+        # Not where the binds go through the REST layer (a proxy...: ``direct`` is None).
+        if act and bind_process and self.cluster.direct is not None:
+            self.cluster.binder = BindProcess(
+                api.configuration, workers=bind_workers, qps=kube_api_qps, burst=kube_api_burst,
+                headers=self.cluster.post_headers, timeout=DEFAULT_TIMEOUT, leading=leading,
+                refused=self.refused_writes,
+            )  # fmt: skip
         self.feeder = CacheFeeder(self.cache)
         self.informers = InformerSet(api, WATCHED_KINDS, self.feeder)
 
     def start(self, *, sync_timeout: float = 30.0) -> SchedulerService:
+        if self.cluster.binder is not None:
+            self.cluster.binder.start()  # the child starts while the informers list
         self.informers.start()
         if not self.informers.wait_for_sync(sync_timeout):
             self.stop()

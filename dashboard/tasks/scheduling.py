@@ -117,6 +117,7 @@ def scheduler_service(
                 kube_api_qps=settings.SLUICE_KUBE_API_QPS,
                 kube_api_burst=settings.SLUICE_KUBE_API_BURST,
                 bind_workers=settings.SLUICE_BIND_WORKERS,
+                bind_process=settings.SLUICE_BIND_PROCESS,
             )
             _service = service.start(sync_timeout=settings.SLUICE_KUBE_TIMEOUT * 6)
         return _service

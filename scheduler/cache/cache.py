@@ -454,19 +454,50 @@ class SchedulerCache:
         happened yet; the freshest copy of the pod the watch delivered decides, unless the
         caller removed the gate itself moments ago (``gate_removed``).
         """
-        with self._lock:
-            cached = self._tasks.get(task.uid)
-            pod = cached.pod if cached is not None else task.pod
-        ours_only = has_queue_allocation_gate_annotation(pod) and has_only_volcano_scheduling_gate(
-            pod
-        )
-        if ours_only and not gate_removed:
+        pod, gated = self._to_bind(task, gate_removed)
+        if gated:
             client.remove_scheduling_gate(pod)
             self.gates_removed_at_bind += 1
             self.note_gate_removed(task)  # lifted: until the watch says so, and if the bind fails
         client.bind(pod, node_name)
         with self._lock:
             self._mark_bound(task.uid, node_name)
+
+    def bind_async(
+        self, task: TaskInfo, node_name: str, client: ClusterClient, *, gate_removed: bool = False
+    ) -> Future[None] | None:
+        """The bind handed to the client's bind process (``client.bind_async``,
+        scheduler.kube.bind_process), when it has one and no gate of ours is left to remove
+        first (that safety net stays :meth:`bind`'s PATCH then bind). The Future ends once the
+        answer is applied to the cache, as :meth:`bind` returns. None: nothing was sent."""
+        hand_over = getattr(client, "bind_async", None)
+        if hand_over is None:
+            return None
+        pod, gated = self._to_bind(task, gate_removed)
+        if gated:
+            return None
+        future: Future[None] = Future()
+
+        def answered(exc: BaseException | None) -> None:
+            if exc is not None:
+                future.set_exception(exc)
+                return
+            with self._lock:
+                self._mark_bound(task.uid, node_name)
+            future.set_result(None)
+
+        return future if hand_over(pod, node_name, answered) else None
+
+    def _to_bind(self, task: TaskInfo, gate_removed: bool) -> tuple[Mapping[str, Any], bool]:
+        """The freshest copy of the task's pod the watch delivered, and whether our gate is
+        still its only one to remove before the bind (unless the caller just removed it)."""
+        with self._lock:
+            cached = self._tasks.get(task.uid)
+            pod = cached.pod if cached is not None else task.pod
+        ours_only = has_queue_allocation_gate_annotation(pod) and has_only_volcano_scheduling_gate(
+            pod
+        )
+        return pod, ours_only and not gate_removed
 
     def _mark_bound(self, uid: str, node_name: str) -> None:
         cached = self._tasks.get(uid)

@@ -6,10 +6,11 @@ carries its kind; nobody has to guess what happened from the states or the words
 
 Binds and status writes (conditions, PodGroup status, events) go out concurrently through the
 cache's bounded pool ``cycle_writes`` — Volcano binds and kube-scheduler's asynchronous binding
-do not wait for one round trip before sending the next — sent by ``flush`` once the actions are
-done and awaited there, so the cycle's report says which failed: a failed bind becomes ``BIND_FAILED`` in
-place of its ``ALLOCATED``, and only that pod is left to the next cycle. Without a pool (tests,
-simulations) each write runs in line.
+do not wait for one round trip before sending the next — or, for a bind, through the client's
+bind process when it has one (scheduler.kube.bind_process), each as soon as it is decided, and
+awaited by ``flush`` once the actions are done, so the cycle's report says which failed: a
+failed bind becomes ``BIND_FAILED`` in place of its ``ALLOCATED``, and only that pod is left to
+the next cycle. Without a pool (tests, simulations) each write runs in line.
 """
 
 from __future__ import annotations
@@ -119,6 +120,11 @@ class Writer:
             self.transitions.insert(at, self.transitions.pop())
             self._bind_failed(task, node_name, exc)
 
+        if self.cache.cycle_writes is not None:  # the bind process, where there is one
+            future = self.cache.bind_async(task, node_name, client, gate_removed=gate_removed)
+            if future is not None:
+                self._inflight.append((future, bound))
+                return
         self._send(
             lambda: self.cache.bind(task, node_name, client, gate_removed=gate_removed), bound
         )

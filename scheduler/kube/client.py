@@ -48,13 +48,19 @@ def _meta(obj: Obj) -> tuple[str, str]:
     return meta.get("namespace") or "", meta.get("name") or ""
 
 
-def _raise(exc: ApiException, obj: str) -> NoReturn:
+def api_error(status: int, reason: str, body: str, obj: str) -> ApiError:
+    """The ApiError an answer ``status`` means (Conflict, NotFound...), with the Status
+    object's message when the body is one."""
     try:
-        message = json.loads(exc.body or "").get("message", exc.reason)
-    except (TypeError, ValueError):
-        message = exc.reason
-    error = {409: Conflict, 404: NotFound}.get(exc.status, ApiError)
-    raise error(exc.status or 0, obj, message) from None
+        message = json.loads(body or "").get("message", reason)
+    except (TypeError, ValueError, AttributeError):
+        message = reason
+    error = {409: Conflict, 404: NotFound}.get(status, ApiError)
+    return error(status or 0, obj, message)
+
+
+def _raise(exc: ApiException, obj: str) -> NoReturn:
+    raise api_error(exc.status or 0, exc.reason, exc.body or "", obj) from None
 
 
 def _now() -> str:
@@ -124,6 +130,8 @@ class KubeClusterClient:
         # Binds' own connections (scheduler.kube.transport), None where the REST layer must
         # serve them (a proxy...). Fencing (scheduler.kube.leader) wraps it as it wraps ``api``.
         self.direct: Any = direct_rest(api)
+        # Binds sent from a process of their own (scheduler.kube.bind_process), when set.
+        self.binder: Any = None
         self.sleep: Callable[[float], None] = time.sleep
 
     def keep_connections(self, count: int) -> None:
@@ -162,6 +170,25 @@ class KubeClusterClient:
     # -- pods ----------------------------------------------------------------------------------
 
     def bind(self, pod: Obj, node_name: str) -> None:
+        what, path, body = self._binding(pod, node_name)
+        self._post(what, path, body)
+
+    def bind_async(
+        self, pod: Obj, node_name: str, done: Callable[[Exception | None], None]
+    ) -> bool:
+        """Hand the bind to the bind process (``binder``, :mod:`scheduler.kube.bind_process`),
+        whose answer calls ``done``; False (nothing sent, ``done`` not called) without one, or
+        when it cannot run."""
+        binder = self.binder
+        if binder is None:
+            return False
+        what, path, body = self._binding(pod, node_name)
+        return bool(
+            binder.submit(what, path, json.dumps(body, separators=(",", ":")).encode(), done)
+        )
+
+    @staticmethod
+    def _binding(pod: Obj, node_name: str) -> tuple[str, str, dict]:
         namespace, name = _meta(pod)
         body = {
             "apiVersion": "v1",
@@ -170,7 +197,18 @@ class KubeClusterClient:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
-        self._post(f"pod {namespace}/{name}", path, body)
+        return f"pod {namespace}/{name}", path, body
+
+    def post_headers(self) -> dict[str, str]:
+        """The headers of a JSON POST: the client's own (User-Agent...) and its credentials, read
+        again for each request (a token the configuration refreshes)."""
+        configuration = self.api.configuration
+        headers = {**self.api.default_headers, "Content-Type": "application/json",
+                   "Accept": "application/json"}  # fmt: skip
+        for setting in configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
 
     def _post(self, what: str, path: str, body: dict) -> bytes:
         """POST a JSON body over the binds' own connections (``self.direct``), else through
@@ -183,11 +221,7 @@ class KubeClusterClient:
         url = configuration.host + path
         for attempt in range(RETRY_AFTER_TRIES + 1):
             self.limiter.acquire()
-            headers = {**self.api.default_headers, "Content-Type": "application/json",
-                       "Accept": "application/json"}  # fmt: skip
-            for setting in configuration.auth_settings().values():
-                if setting.get("in") == "header" and setting.get("value"):
-                    headers[setting["key"]] = setting["value"]
+            headers = self.post_headers()
             status, reason, answer, wait = self._send_post(url, headers, body, data)
             if 200 <= status < 300:
                 return answer
@@ -214,7 +248,10 @@ class KubeClusterClient:
         return response.status, response.reason, answer, retry_after(response.status, later)
 
     def close(self) -> None:
-        """Close the binds' own connections (the ApiClient's pool is its owner's to close)."""
+        """Close the binds' own connections (the ApiClient's pool is its owner's to close) and
+        end the bind process, once it sent what it holds."""
+        if self.binder is not None:
+            self.binder.close()
         if self.direct is not None:
             self.direct.close()
 

@@ -9,6 +9,7 @@ import threading
 import time
 
 from scheduler.api.report import TransitionKind
+from scheduler.kube.bind_process import FENCE_GRACE_S
 from simcluster.api.errors import ApiError
 from tests.adversary.helpers import (
     cycle,
@@ -105,22 +106,29 @@ def test_a_gang_that_does_not_fit_sends_no_bind(sim):
     assert [node_of(sim, f"g{i}") for i in range(3)] == [None, None, None]
 
 
-def test_a_leader_deposed_after_its_first_bind_sends_no_other(sim):
-    """One bind worker: the Lease is lost while the first Binding is being served; every bind
-    decided after must be refused by the fence (nothing else leaves), and reported failed."""
+def _deposed_during_first_bind(sim, *, answer_after: float = 0.0, **service_kwargs):
+    """One bind worker, four pods: the Lease is lost while the first Binding is being served
+    (which takes ``answer_after`` seconds). The report, every write request (time, method,
+    path) and when the Lease was lost."""
     make_node(sim, "n1", cpu="16")
     for i in range(4):
         make_pod(sim, f"p{i}", created=i)
     leading = threading.Event()
     leading.set()
+    lost: list[float] = []
+    timed: list[tuple[float, str, str]] = []
 
     def before(method, path):
-        if method == "POST" and path.endswith("/binding"):
+        if method in WRITES:
+            timed.append((time.monotonic(), method, path))
+        if method == "POST" and path.endswith("/binding") and leading.is_set():
             leading.clear()  # deposed while this one is in flight
+            lost.append(time.monotonic())
+            time.sleep(answer_after)
 
     hook = Hook(before)
     sim.server.faults = hook
-    service = start_service(sim, leading=leading.is_set, bind_workers=1)
+    service = start_service(sim, leading=leading.is_set, bind_workers=1, **service_kwargs)
     try:
         settle(sim, service)
         report = service.run_once()
@@ -128,7 +136,11 @@ def test_a_leader_deposed_after_its_first_bind_sends_no_other(sim):
         time.sleep(0.3)
     finally:
         service.stop()
-    bindings = [p for m, p in hook.writes() if p.endswith("/binding")]
+    return report, timed, lost[0]
+
+
+def _one_bind_then_refusals(report, timed) -> None:
+    bindings = [p for _, m, p in timed if p.endswith("/binding")]
     assert len(bindings) == 1
     first = bindings[0].split("/")[-2]
     kinds = [(t.name, t.kind) for t in report.transitions]
@@ -136,7 +148,43 @@ def test_a_leader_deposed_after_its_first_bind_sends_no_other(sim):
     assert [k for _, k in kinds[1:]] == [TransitionKind.BIND_FAILED] * 3
     assert all("not the leader" in e for e in report.errors), report.errors
     # Nothing else was written after the loss either (conditions, events).
-    assert hook.writes() == [("POST", bindings[0])]
+    assert [(m, p) for _, m, p in timed] == [("POST", bindings[0])]
+
+
+def test_a_leader_deposed_after_its_first_bind_sends_no_other_from_its_own_process(sim):
+    """Binds sent in the scheduler's process (``bind_process=False``): each asks the fence
+    the moment it would leave, so nothing leaves after the loss."""
+    report, timed, _ = _deposed_during_first_bind(sim, bind_process=False)
+    _one_bind_then_refusals(report, timed)
+
+
+def test_a_leader_deposed_during_a_slow_bind_sends_no_other_from_the_bind_process(sim):
+    """The bind process (scheduler.kube.bind_process) refuses what it holds once the window it
+    was given runs out: the first Binding takes longer than that window to be answered, so the
+    three queued behind it are refused, reported failed, and nothing else is written."""
+    report, timed, _ = _deposed_during_first_bind(sim, answer_after=3 * FENCE_GRACE_S)
+    _one_bind_then_refusals(report, timed)
+
+
+def test_binds_the_bind_process_holds_leave_at_most_its_window_after_the_loss(sim):
+    """A fast server: what the bind process already held may still leave after the Lease was
+    lost, but only within ``FENCE_GRACE_S`` (the documented window, well inside the gap
+    between a leader's renew deadline and the lease's duration); each bind that did not leave
+    is reported refused, each that left is bound, and no other write follows the loss."""
+    report, timed, lost = _deposed_during_first_bind(sim)
+    bindings = [(t, p.split("/")[-2]) for t, m, p in timed if p.endswith("/binding")]
+    assert [m for _, m, _ in timed] == ["POST"] * len(bindings)  # binds only
+    late = [t - lost for t, _ in bindings if t > lost]
+    assert all(delay <= FENCE_GRACE_S + 0.05 for delay in late), late
+    sent = {name for _, name in bindings}
+    for transition in report.transitions:
+        if transition.name in sent:
+            assert transition.kind == TransitionKind.ALLOCATED
+            assert node_of(sim, transition.name) == "n1"
+        else:
+            assert transition.kind == TransitionKind.BIND_FAILED
+            assert "not the leader" in transition.message
+            assert node_of(sim, transition.name) is None
 
 
 def test_observe_mode_writes_nothing(sim):

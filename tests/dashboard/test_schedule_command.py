@@ -48,3 +48,35 @@ def test_observe_is_the_default_and_binds_nothing(sim, tmp_path):  # noqa: F811
 def test_a_missing_kubeconfig_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="--kubeconfig .*missing"):
         schedule("--kubeconfig", str(tmp_path / "missing"), "--once")
+
+
+@pytest.mark.parametrize(("flag", "children"), [((), 1), (("--no-bind-process",), 0)])
+def test_the_binds_leave_from_a_bind_process_unless_told_otherwise(
+    sim,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    flag,
+    children,
+):
+    """SLUICE_BIND_PROCESS (default on) and ``--bind-process/--no-bind-process``: the binds
+    leave from a child process (scheduler.kube.bind_process), or from the command's own."""
+    from scheduler import service
+    from scheduler.kube.bind_process import BindProcess
+
+    started: list[BindProcess] = []
+
+    class Counted(BindProcess):
+        def start(self) -> BindProcess:
+            started.append(self)
+            return super().start()
+
+    monkeypatch.setattr(service, "BindProcess", Counted)
+    create_cluster(sim, pods=2)
+    config = sim.server.write_kubeconfig(tmp_path / "kubeconfig")
+
+    schedule("--kubeconfig", str(config), "--once", "--mode", "act", *flag)
+
+    assert all(bound_nodes(sim).values())
+    assert len(started) == children
+    assert all(binder.started == 1 for binder in started)  # each child started once, and ended
+    assert all(binder.pid is None for binder in started)

@@ -11,6 +11,7 @@ snapshots it takes from the cluster itself. ``--scheduler-name`` (repeatable, de
 
 from __future__ import annotations
 
+import argparse
 import signal
 import time
 from collections.abc import Callable
@@ -86,6 +87,11 @@ class Command(BaseCommand):
             help="binds and status writes of a cycle in flight at once",
         )  # fmt: skip
         parser.add_argument(
+            "--bind-process", action=argparse.BooleanOptionalAction,
+            default=settings.SLUICE_BIND_PROCESS,
+            help="send the binds from a process of their own (default: SLUICE_BIND_PROCESS)",
+        )  # fmt: skip
+        parser.add_argument(
             "--scheduler-conf",
             default=settings.SLUICE_SCHEDULER_CONF,
             help="a scheduler configuration in Volcano's format (default: Sluice's)",
@@ -119,6 +125,7 @@ class Command(BaseCommand):
                 kube_api_qps=options["kube_api_qps"],
                 kube_api_burst=options["kube_api_burst"],
                 bind_workers=options["bind_workers"],
+                bind_process=options["bind_process"],
             )
         except (ConfigError, OSError) as exc:
             where = "--scheduler-conf" if options["scheduler_conf"] else "configuration"
