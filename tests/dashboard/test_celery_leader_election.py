@@ -24,6 +24,7 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from dashboard import health, kube
 from dashboard.celery import app
@@ -106,12 +107,21 @@ def hold_lease(sim, who: str, duration_s: int = 3600) -> None:  # noqa: F811
 
 
 def set_holder(sim, who: str) -> None:  # noqa: F811
+    """Another holder takes the Lease: read, change, replace; read again when the holder's
+    renewal came in between (409), as client-go's RetryOnConflict does."""
     api = client.CoordinationV1Api(sim.api_client)
-    lease = api.read_namespaced_lease("volcano", "default")
-    lease.spec.holder_identity = who
-    lease.spec.renew_time = lease.spec.acquire_time = None
-    lease.spec.lease_duration_seconds = 3600
-    api.replace_namespaced_lease("volcano", "default", lease)
+    for _ in range(20):
+        lease = api.read_namespaced_lease("volcano", "default")
+        lease.spec.holder_identity = who
+        lease.spec.renew_time = lease.spec.acquire_time = None
+        lease.spec.lease_duration_seconds = 3600
+        try:
+            api.replace_namespaced_lease("volcano", "default", lease)
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    raise AssertionError("the Lease kept changing under 20 replacements")
 
 
 @pytest.mark.django_db(transaction=True)
