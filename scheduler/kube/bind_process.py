@@ -172,12 +172,16 @@ class BindProcess:
 
     # -- binds -------------------------------------------------------------------------------
 
-    def submit(self, what: str, path: str, body: bytes, done: Done) -> bool:
-        """POST ``body`` to ``path`` (a pod's ``binding`` subresource) from the child; False
+    def submit(
+        self, namespace: str, name: str, uid: str | None, node_name: str, done: Done
+    ) -> bool:
+        """Bind pod ``namespace/name`` (of ``uid``) to ``node_name`` from the child; False
         (nothing done, ``done`` not called) when the bind process is not :attr:`usable`."""
+        what = f"pod {namespace}/{name}"
         if self._leading is not None and not self._leading():
             self._refused[0] += 1
-            done(NotLeader(f"POST {path}: not the leader (lease lost); nothing written"))
+            done(NotLeader(f"{what}: bind to {node_name}: not the leader (lease lost); "
+                           "nothing written"))  # fmt: skip
             return True
         headers = self._headers()
         with self._lock:
@@ -195,7 +199,7 @@ class BindProcess:
             if headers != self._sent_headers:
                 data = _line({"headers": headers})
                 self._sent_headers = headers
-            data += _line([key, path, body.decode()])
+            data += _line([key, namespace, name, uid, node_name])
             with contextlib.suppress(OSError):  # the child is gone: its reader fails this bind
                 _write(process, data)
         return True
@@ -277,15 +281,15 @@ def _error(what: str, status: int, answer: list) -> Exception | None:
 
 
 def main() -> None:
-    """The bind process: a settings line, then bind lines ``[id, path, body]`` and settings
-    changes (``{"headers": ...}``, ``{"fence": until}``) on standard input; one answer line
-    ``[id, status, reason, body, error]`` per bind on standard output (status -1: refused by
+    """The bind process: a settings line, then bind lines ``[id, namespace, name, uid, node]``
+    and settings changes (``{"headers": ...}``, ``{"fence": until}``) on standard input; one
+    answer line ``[id, status, reason, body, error]`` per bind on standard output (status -1: refused by
     the fence; 0: not sent or not answered, ``error`` says why). Ends once its input ends and
     what it holds is answered."""
     import queue
     from types import SimpleNamespace
 
-    from scheduler.kube.client import RETRY_AFTER_TRIES, retry_after
+    from scheduler.kube.client import RETRY_AFTER_TRIES, binding, binding_path, retry_after
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.transport import DirectRest
 
@@ -298,7 +302,9 @@ def main() -> None:
     work: queue.SimpleQueue[list | None] = queue.SimpleQueue()
     answers = threading.Lock()
 
-    def send(key: int, path: str, body: bytes) -> list:
+    def send(key: int, namespace: str, name: str, uid: str | None, node: str) -> list:
+        path = binding_path(namespace, name)
+        body = json.dumps(binding(namespace, name, uid, node), separators=(",", ":")).encode()
         for attempt in range(RETRY_AFTER_TRIES + 1):
             limiter.acquire()
             if time.monotonic() >= state["until"]:  # after the token's wait: asked last
@@ -315,11 +321,10 @@ def main() -> None:
 
     def worker() -> None:
         while (item := work.get()) is not None:
-            key, path, body = item
             try:
-                answer = send(key, path, body.encode())
+                answer = send(*item)
             except Exception as exc:
-                answer = [key, 0, "", "", f"{type(exc).__name__}: {exc}"]
+                answer = [item[0], 0, "", "", f"{type(exc).__name__}: {exc}"]
             data = _line(answer)
             with answers:
                 sink.write(data)

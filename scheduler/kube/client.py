@@ -92,6 +92,20 @@ def gate_removal_patch(
     return patch
 
 
+def binding(namespace: str, name: str, uid: str | None, node_name: str) -> dict:
+    """The Binding of pod ``namespace/name`` (only the pod of that ``uid``) to a node."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+    }
+
+
+def binding_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
+
+
 CONFLICT_RETRIES = 3  # client-go's retry.DefaultRetry has five steps; a bind should not wait long
 # client-go's rest.Request: an answer 429 or 5xx carrying Retry-After is sent again after that
 # many seconds, at most maxRetries (10) times (checkWait, request.go). A cycle waits for its
@@ -170,8 +184,10 @@ class KubeClusterClient:
     # -- pods ----------------------------------------------------------------------------------
 
     def bind(self, pod: Obj, node_name: str) -> None:
-        what, path, body = self._binding(pod, node_name)
-        self._post(what, path, body)
+        namespace, name = _meta(pod)
+        uid = pod["metadata"].get("uid")
+        what = f"pod {namespace}/{name}"
+        self._post(what, binding_path(namespace, name), binding(namespace, name, uid, node_name))
 
     def bind_async(
         self, pod: Obj, node_name: str, done: Callable[[Exception | None], None]
@@ -182,22 +198,9 @@ class KubeClusterClient:
         binder = self.binder
         if binder is None:
             return False
-        what, path, body = self._binding(pod, node_name)
-        return bool(
-            binder.submit(what, path, json.dumps(body, separators=(",", ":")).encode(), done)
-        )
-
-    @staticmethod
-    def _binding(pod: Obj, node_name: str) -> tuple[str, str, dict]:
         namespace, name = _meta(pod)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": pod["metadata"].get("uid")},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
-        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
-        return f"pod {namespace}/{name}", path, body
+        uid = pod["metadata"].get("uid")
+        return bool(binder.submit(namespace, name, uid, node_name, done))
 
     def post_headers(self) -> dict[str, str]:
         """The headers of a JSON POST: the client's own (User-Agent...) and its credentials, read

@@ -200,8 +200,8 @@ def test_a_line_that_is_no_answer_or_a_failing_callback_does_not_stop_the_answer
         raise RuntimeError("the cache's bookkeeping failed")
 
     try:
-        assert binder.submit("pod default/a", "/a", b"{}", explode)
-        assert binder.submit("pod default/b", "/b", b"{}", second.set_result)
+        assert binder.submit("default", "a", None, "n1", explode)
+        assert binder.submit("default", "b", None, "n1", second.set_result)
         assert second.result(10) is None
     finally:
         binder.close()
@@ -214,7 +214,7 @@ def test_nothing_is_handed_over_when_not_leading_and_it_is_counted():
                          leading=lambda: False, refused=refused).start()  # fmt: skip
     answered: Future[Exception | None] = Future()
     try:
-        assert binder.submit("pod default/a", "/a", b"{}", answered.set_result)
+        assert binder.submit("default", "a", None, "n1", answered.set_result)
         assert isinstance(answered.result(1), NotLeader)
     finally:
         binder.close()
