@@ -22,9 +22,9 @@ from scheduler.config import ConfigText, SchedulerConfig, default_config
 from scheduler.framework.writer import GateRemover
 from scheduler.kube.bind_process import BindProcess
 from scheduler.kube.client import KubeClusterClient
+from scheduler.kube.fencing import fence_cluster_client
 from scheduler.kube.gate_pool import GateRemovalPool
 from scheduler.kube.informer import InformerSet
-from scheduler.kube.leader import fence_cluster_client
 from scheduler.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from scheduler.kube.transport import DEFAULT_TIMEOUT
 from scheduler.loop import CycleFailed, run_cycle

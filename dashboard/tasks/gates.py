@@ -30,10 +30,11 @@ from dashboard import kube
 from dashboard.services import gate_stats
 from dashboard.tasks import sending
 from scheduler.kube.client import ApiError, KubeClusterClient
+from scheduler.kube.fencing import fence_cluster_client
 from scheduler.kube.gate_pool import RETRIED, GateRemovalPool
 from scheduler.kube.gates import GateRemoval
 from scheduler.kube.gates import remove_gate as remove_gate_now
-from scheduler.kube.leader import fence_cluster_client, lease_still_held
+from scheduler.kube.leader import lease_still_held
 
 log = logging.getLogger(__name__)
 

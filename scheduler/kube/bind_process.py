@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler.kube.client import api_error
-from scheduler.kube.leader import NotLeader
+from scheduler.kube.fencing import NotLeader
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from scheduler.kube.client import ApiError, KubeClusterClient
+from scheduler.kube.fencing import NotLeader
 from scheduler.kube.gates import GateRemoval, remove_gate
-from scheduler.kube.leader import NotLeader
 
 log = logging.getLogger(__name__)
 RETRIED = frozenset({429, 500, 502, 503, 504})  # refusals that pass: the API is busy or failing

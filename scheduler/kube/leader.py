@@ -23,7 +23,8 @@ Fencing: :meth:`LeaderElector.is_leader` is true only while the last successful 
 *started* less than ``renew_deadline`` ago (monotonic). A leader that is paused (SIGSTOP, a long
 GC, a VM frozen) or cut off stops being one by that clock alone, the moment it runs again —
 before any standby may take the Lease (``lease_duration`` after it last saw a change). Every
-write of the scheduler goes through :func:`fenced_api_client`, which asks before each request.
+write of the scheduler goes through :func:`scheduler.kube.fencing.fenced_api_client`, which
+asks before each request.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from scheduler.kube.client import KubeClusterClient
+from scheduler.kube.fencing import NotLeader
+
+__all__ = ["NotLeader"]  # raised by LeaderElector.fence; defined with the fence it belongs to
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +60,6 @@ DEFAULT_RETRY_PERIOD = 2.0
 JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor for the standby's retries
 DEFAULT_NAMESPACE = "kube-system"
 Obj = Mapping[str, Any]
-
-
-class NotLeader(RuntimeError):
-    """A write refused because this process no longer holds the Lease."""
 
 
 @dataclass(frozen=True)
@@ -433,44 +432,6 @@ class LeaderElector:
             return False
 
 
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class _FencedRest:
-    """The REST client of an ApiClient whose every write (POST, PUT, PATCH, DELETE) asks
-    ``leading()`` first; reads (GET, watches) pass."""
-
-    def __init__(self, inner: Any, leading: Callable[[], bool], counter: list[int]) -> None:
-        self._inner = inner
-        self._leading = leading
-        self._counter = counter
-
-    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        if method.upper() in WRITE_METHODS and not self._leading():
-            self._counter[0] += 1
-            raise NotLeader(f"{method} {url}: not the leader (lease lost); nothing written")
-        return self._inner.request(method, url, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-def fenced_api_client(
-    api: client.ApiClient, leading: Callable[[], bool]
-) -> tuple[client.ApiClient, list[int]]:
-    """An ApiClient to the same cluster through which nothing is written unless ``leading()``
-    (checked before each write request, the moment it would leave the process): every write of
-    the scheduler — binds, evictions, gate removals, conditions, nominatedNodeName, PodGroup
-    status, events, from the cycle or from its write pools — goes through one. A write refused
-    raises :class:`NotLeader`, which the callers treat as any failed write (the cycle records
-    it, the cache resyncs the pod). Also returns the count of refused writes (one cell)."""
-    fenced = client.ApiClient(api.configuration)
-    fenced.default_headers.update(api.default_headers)
-    refused = [0]
-    fenced.rest_client = _FencedRest(fenced.rest_client, leading, refused)  # type: ignore[assignment]
-    return fenced, refused
-
-
 def _without_retries(api: client.ApiClient) -> client.ApiClient:
     """An ApiClient to the same cluster whose requests are not retried by urllib3 (three times
     by default, each waiting its whole timeout): the elector tries again itself, every retry
@@ -505,17 +466,3 @@ def lease_still_held(api: client.ApiClient, term: Mapping[str, Any]) -> bool:
         raise
     current = LeaseRecord.from_lease(_json(lease))
     return current.holder == term["holder"] and current.transitions == int(term["transitions"])
-
-
-def fence_cluster_client(cluster: KubeClusterClient, leading: Callable[[], bool]) -> list[int]:
-    """Route every request of ``cluster`` through :func:`fenced_api_client` (in place: whoever
-    holds it — the cycle, the cache's write pools, the gate pool — is fenced), and the binds'
-    own connections (``cluster.direct``) the same way. Returns the count of refused writes
-    (one cell)."""
-    fenced, refused = fenced_api_client(cluster.api, leading)
-    cluster.api = fenced
-    cluster.core = client.CoreV1Api(fenced)
-    cluster.custom = client.CustomObjectsApi(fenced)
-    if cluster.direct is not None:
-        cluster.direct = _FencedRest(cluster.direct, leading, refused)
-    return refused

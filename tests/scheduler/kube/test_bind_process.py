@@ -24,7 +24,7 @@ from scheduler.kube.bind_process import (
 )
 from scheduler.kube.client import RETRY_AFTER_TRIES, ApiError, Conflict, KubeClusterClient
 from scheduler.kube.config import api_client_from_kubeconfig
-from scheduler.kube.leader import NotLeader
+from scheduler.kube.fencing import NotLeader
 from tests.scheduler.kube.test_transport import kubeconfig, make_pods, node_of, plain_cluster
 
 

@@ -12,7 +12,8 @@ import pytest
 import urllib3
 from kubernetes import client
 
-from scheduler.kube.leader import ElectionConfig, LeaderElector, NotLeader, fenced_api_client
+from scheduler.kube.fencing import NotLeader, fenced_api_client
+from scheduler.kube.leader import ElectionConfig, LeaderElector
 from tests.builders import body, pod
 from tests.conftest import wait_until
 from tests.scheduler.conftest import Sim

@@ -36,7 +36,7 @@ from kubernetes import client
 
 from scheduler.kube.client import RETRY_AFTER_TRIES, ApiError, Conflict, KubeClusterClient
 from scheduler.kube.config import api_client_from_kubeconfig
-from scheduler.kube.leader import NotLeader, fence_cluster_client
+from scheduler.kube.fencing import NotLeader, fence_cluster_client
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transport import DirectRest, direct_rest
 from tests.builders import body, node, pod
