@@ -24,7 +24,8 @@ Fencing: :meth:`LeaderElector.is_leader` is true only while the last successful 
 GC, a VM frozen) or cut off stops being one by that clock alone, the moment it runs again —
 before any standby may take the Lease (``lease_duration`` after it last saw a change). Every
 write of the scheduler goes through :func:`scheduler.kube.fencing.fenced_api_client`, which
-asks before each request.
+asks before each request; the binds sent from the bind process ask before they are handed over,
+and may leave until a short window after (``scheduler.kube.bind_process``).
 """
 
 from __future__ import annotations
