@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from scheduler.kube.bind_process import (
 from scheduler.kube.client import RETRY_AFTER_TRIES, ApiError, Conflict, KubeClusterClient
 from scheduler.kube.config import api_client_from_kubeconfig
 from scheduler.kube.fencing import NotLeader
+from tests.conftest import wait_until
 from tests.scheduler.kube.test_transport import kubeconfig, make_pods, node_of, plain_cluster
 
 
@@ -219,3 +221,38 @@ def test_nothing_is_handed_over_when_not_leading_and_it_is_counted():
     finally:
         binder.close()
     assert refused == [1]
+
+
+ORPHAN = """
+import time
+from kubernetes import client
+from scheduler.kube.bind_process import BindProcess
+binder = BindProcess(client.Configuration(host="http://127.0.0.1:9"), workers=2, qps=10.0,
+                     burst=10, headers=dict, timeout=5.0).start()
+print(binder.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not yet reaped
+    except FileNotFoundError:
+        return True
+
+
+def test_the_child_ends_when_the_scheduler_is_killed():
+    """A scheduler worker killed with SIGKILL (supervisord starts another) leaves no bind
+    process behind: the child's input ends with its parent, and so does the child."""
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    try:
+        assert not _ended(child)
+        parent.kill()
+        parent.wait(10)
+        wait_until(lambda: _ended(child), timeout=10)
+    finally:
+        if not _ended(child):
+            os.kill(child, signal.SIGKILL)
