@@ -14,6 +14,22 @@ from tests.adversary.test_part13_writes import Hook, _bind_path
 from tests.conftest import wait_until
 
 
+def _fail_the_first_status_step(monkeypatch) -> None:
+    """The first cycle's job-status step raises (after its binds left); later ones run."""
+    import scheduler.loop as loop
+
+    real = loop.record_job_status
+    calls = []
+
+    def failing_once(ssn):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("injected: the status step fails")
+        return real(ssn)
+
+    monkeypatch.setattr(loop, "record_job_status", failing_once)
+
+
 def test_a_cycle_that_fails_after_allocate_decided_nothing(sim, monkeypatch):
     """``CycleReport.failed``: "the report of a cycle that raised: it decided nothing". A cycle
     raises after allocate committed its binds (here the status step fails); either nothing
@@ -67,18 +83,7 @@ def test_a_failed_cycle_does_not_leave_binds_in_flight_for_the_next_to_duplicate
 
     hook = Hook(before)
     sim.server.faults = hook
-    import scheduler.loop as loop
-
-    real = loop.record_job_status
-    calls = []
-
-    def failing_once(ssn):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("injected: the status step fails")
-        return real(ssn)
-
-    monkeypatch.setattr(loop, "record_job_status", failing_once)
+    _fail_the_first_status_step(monkeypatch)
     service = start_service(sim, bind_workers=2)
     try:
         settle(sim, service)
@@ -112,18 +117,7 @@ def test_a_failed_cycle_with_a_bind_in_flight_does_not_let_the_next_overcommit_t
             time.sleep(1.0)
 
     sim.server.faults = Hook(before)
-    import scheduler.loop as loop
-
-    real = loop.record_job_status
-    calls = []
-
-    def failing_once(ssn):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("injected: the status step fails")
-        return real(ssn)
-
-    monkeypatch.setattr(loop, "record_job_status", failing_once)
+    _fail_the_first_status_step(monkeypatch)
     service = start_service(sim, bind_workers=2)
     try:
         settle(sim, service)
