@@ -761,3 +761,55 @@ def test_stop_during_slow_binds_waits_for_them_and_loses_none(sim):
     }
     assert all(_bound(sim, f"p{i}") == "n1" for i in range(4))
     assert pid is not None and _state(pid) is None
+
+
+# -- a failover ----------------------------------------------------------------------------------
+
+
+def test_a_standby_taking_over_after_the_window_finds_no_late_bind_of_the_deposed(sim):
+    """Two services on one cluster. A leads and binds 4 pods to a node with room for 4 (QPS 20,
+    burst 1: one every 50 ms); it is deposed as its second Binding arrives, and B leads from
+    the window's end (0.1 s) plus a margin, built then (as a standby builds its cache once it
+    acquires the Lease). B's cycle, on a settled cache, binds what is left: the node never
+    holds more than it has room for, no pod is bound twice, and nothing of A's arrives after
+    B began."""
+    make_node(sim, "n1", cpu="4", memory="64Gi")
+    for i in range(4):
+        make_pod(sim, f"p{i}", created=i)
+    leader = {"a": True, "b": False}
+    arrivals: list[tuple[float, str]] = []
+    lost: list[float] = []
+
+    def before(method, path):
+        if method == "POST" and path.endswith(BINDING):
+            arrivals.append((time.monotonic(), path.split("/")[-2]))
+            if len(arrivals) == 2 and leader["a"]:
+                leader["a"] = False
+                lost.append(time.monotonic())
+
+    hook = Hook(before)
+    sim.server.faults = hook
+    a = start_service(sim, leading=lambda: leader["a"], kube_api_qps=20, kube_api_burst=1)
+    b = None
+    try:
+        settle(sim, a)
+        first = a.run_once()
+        assert a.cache.wait_for_writes(5)
+        time.sleep(max(0.0, lost[0] + 0.2 - time.monotonic()))
+        leader["b"] = True
+        b_began = time.monotonic()
+        b = start_service(sim, leading=lambda: leader["b"])
+        second = cycle(sim, b)
+    finally:
+        a.stop()
+        if b is not None:
+            b.stop()
+    late = [name for at, name in arrivals if lost[0] + 0.15 < at < b_began]
+    assert late == []
+    names = [name for _, name in arrivals]
+    bound = [f"p{i}" for i in range(4) if _bound(sim, f"p{i}") == "n1"]
+    assert sorted(bound) == [f"p{i}" for i in range(4)]  # room for exactly these four
+    a_bound = {t.name for t in first.transitions if t.kind == TransitionKind.ALLOCATED}
+    b_bound = {t.name for t in second.transitions if t.kind == TransitionKind.ALLOCATED}
+    assert a_bound.isdisjoint(b_bound) and a_bound | b_bound == set(bound)
+    assert all(names.count(n) == 1 for n in bound), names
