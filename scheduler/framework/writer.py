@@ -67,17 +67,28 @@ class Writer:
             else:
                 done(None)
             return
-        self._inflight.append((self.cache.cycle_writes.submit(call), done))
+        try:
+            future = self.cache.cycle_writes.submit(call)
+        except RuntimeError as exc:  # the pool was shut down (the scheduler is stopping)
+            done(RuntimeError(f"not sent: {exc}"))
+            return
+        self._inflight.append((future, done))
 
     def flush(self) -> None:
         """Wait for the writes the cycle sent; what failed is recorded, in the order the
         writes were decided. Each left as soon as it was decided (a bind when its statement
         committed), as Volcano's bind workers take a task once allocate commits it: the
         cluster works on the first binds while the actions go on."""
+        first: Exception | None = None
         while self._inflight:  # a failed bind sends its PodScheduled condition: a second round
             inflight, self._inflight = self._inflight, []
             for future, done in inflight:
-                done(future.exception())
+                try:
+                    done(future.exception())
+                except Exception as exc:  # every outcome is recorded before one raises
+                    first = first or exc
+        if first is not None:
+            raise first
 
     def _record(
         self,

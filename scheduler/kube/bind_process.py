@@ -23,14 +23,20 @@ What stays as it was:
 * a 429 or 5xx with Retry-After is sent again after it, at most ten times (client-go's
   ``checkWait``), in the child;
 * leader election: nothing is sent unless the scheduler holds the Lease. The scheduler asks
-  ``leading()`` before handing a bind over (refused: :class:`~scheduler.kube.leader.NotLeader`,
-  counted), and tells the child every ``FENCE_POLL_S`` until when it may send: ``FENCE_GRACE_S``
-  past the last time ``leading()`` said yes. The child refuses what is still queued once that
-  time passes. So a bind may leave at most ``FENCE_GRACE_S`` after the Lease was lost, well
-  inside the gap client-go's leader election keeps between a leader's renew deadline (10 s) and
-  the lease's duration (15 s), after which another scheduler may lead;
+  ``leading()`` before handing a bind over (refused: :class:`~scheduler.kube.fencing.NotLeader`,
+  counted), and tells the child every ``FENCE_POLL_S`` (and with each bind) until when it may
+  send: ``FENCE_GRACE_S`` past the last time ``leading()`` said yes. The child refuses what it
+  still holds once that time passes; a bind so refused while ``leading()`` still says yes (the
+  scheduler's interpreter was busy, not the Lease lost) is handed over again. So a bind may
+  leave at most ``FENCE_GRACE_S`` after the Lease was lost, well inside the gap client-go's
+  leader election keeps between a leader's renew deadline (10 s) and the lease's duration
+  (15 s), after which another scheduler may lead;
 * a child that dies fails the binds it held (each pod is left to the next cycle, as any failed
-  bind); the next bind starts another child.
+  bind); the next bind starts another child. One that holds binds and says nothing for
+  ``SILENCE_S`` (stopped, wedged: it says it is alive every ``HEARTBEAT_S``) is killed, so no
+  cycle waits on it for ever; what is written to it goes through a thread of its own, so a
+  child that stopped reading holds up nothing else;
+* stopping waits up to ``CLOSE_TIMEOUT_S`` for the child to send what it holds.
 
 Both processes compare ``time.monotonic()``: CLOCK_MONOTONIC is one clock for the whole machine
 on Linux.
@@ -42,6 +48,7 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -55,8 +62,12 @@ from scheduler.kube.fencing import NotLeader
 log = logging.getLogger(__name__)
 
 FENCE_POLL_S = 0.02  # how often the scheduler tells the child how long it may still send
-FENCE_GRACE_S = 0.1  # how long past the last "leading" a bind may still leave
+FENCE_GRACE_S = 0.5  # how long past the last "leading" a bind may still leave
 MAX_FAILED_STARTS = 3  # children in a row that answered nothing: bind in-process instead
+MAX_RETURNED = 20  # times a bind refused by a lapsed window is sent again while still leading
+HEARTBEAT_S = 0.5  # the child says it is alive this often
+SILENCE_S = 2.0  # a child holding binds and silent this long is killed (stopped, wedged)
+CLOSE_TIMEOUT_S = 30.0  # how long stopping waits for the child to send what it holds
 TLS_SETTINGS = ("host", "tls_server_name", "verify_ssl", "ssl_ca_cert", "ca_cert_data",
                 "assert_hostname", "cert_file", "key_file")  # fmt: skip
 
@@ -70,6 +81,42 @@ class BindProcessGone(OSError):
 class BindSendError(OSError):
     """The bind process could not send the request or read its answer (connection refused,
     reset, timed out, an answer that is not HTTP/1.1): the same failure as in this process."""
+
+
+class _Child:
+    """One child process: what is written to it goes through its own writer thread (a child
+    that stopped reading blocks that thread only, never the cycle nor a lock), and when it was
+    last heard from (an answer or its heartbeat)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.heard = time.monotonic()
+        self.answered = False
+        self.sent_headers: dict[str, str] | None = None
+        self.fence_sent = 0.0  # when a fence line was last queued for it (time.monotonic)
+        self.held = 0  # binds handed over and not answered
+
+    def send(self, data: bytes | None) -> None:
+        """Queue ``data`` for the child's input; None: close its input after what is queued."""
+        self.outbox.put(data)
+
+    def write(self) -> None:
+        """The writer thread: what is queued, in order, in as few writes as it takes."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        with contextlib.suppress(OSError, ValueError):  # the child is gone: its reader says so
+            while True:
+                chunks = [self.outbox.get()]
+                with contextlib.suppress(queue.Empty):
+                    while chunks[-1] is not None:
+                        chunks.append(self.outbox.get_nowait())
+                stdin.write(b"".join(c for c in chunks if c is not None))
+                stdin.flush()
+                if chunks[-1] is None:
+                    break
+        with contextlib.suppress(OSError, ValueError):
+            stdin.close()
 
 
 class BindProcess:
@@ -89,61 +136,61 @@ class BindProcess:
         leading: Callable[[], bool] | None = None,
         refused: list[int] | None = None,
         command: list[str] | None = None,
+        silence_s: float = SILENCE_S,
+        close_timeout: float = CLOSE_TIMEOUT_S,
     ) -> None:
         self._settings = {
             "tls": {name: getattr(configuration, name, None) for name in TLS_SETTINGS},
             "workers": workers, "qps": qps, "burst": burst, "timeout": timeout,
-            "fenced": leading is not None,
+            "fenced": leading is not None, "heartbeat": HEARTBEAT_S,
         }  # fmt: skip
         self._command = command or [sys.executable, "-m", "scheduler.kube.bind_process"]
         self._headers = headers
         self._leading = leading
         self._refused = refused if refused is not None else [0]
+        self._silence_s = silence_s
+        self._close_timeout = close_timeout
         self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        # Binds handed over and not answered yet, each with the child that holds it.
-        self._pending: dict[int, tuple[str, Done, subprocess.Popen[bytes]]] = {}
+        self._child: _Child | None = None
+        # Binds handed over and not answered yet: what, done, the child that holds it, the bind
+        # itself and how many times a lapsed fence window sent it back.
+        self._pending: dict[int, tuple[str, Done, _Child, tuple, int]] = {}
         self._next = 0
-        self._sent_headers: dict[str, str] | None = None
         self._closed = False
         self._stop = threading.Event()
         self.started = 0  # children started
         self.failed_starts = 0  # children in a row that ended without answering anything
-        self._answered = False  # the newest child answered at least once
+        self.silenced = 0  # children killed for holding binds while saying nothing
 
     # -- the child's life ---------------------------------------------------------------------
 
     def start(self) -> BindProcess:
         with self._lock:
             self._spawn()
-        if self._leading is not None:
-            threading.Thread(target=self._fence, name="bind-fence", daemon=True).start()
+        threading.Thread(target=self._keep, name="bind-keeper", daemon=True).start()
         return self
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> _Child:
         """Start a child (the lock held)."""
         process = subprocess.Popen(
             self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         )  # fmt: skip
-        assert process.stdin is not None
-        self._process = process
-        self._sent_headers = None
-        self._answered = False
+        child = self._child = _Child(process)
         self.started += 1
-        first = _line(self._settings)
+        child.send(_line(self._settings))
         if self._leading is not None:
-            first += _line({"fence": self._fence_until()})
-        with contextlib.suppress(OSError):  # a child that died at once: its reader says so
-            _write(process, first)
-        threading.Thread(
-            target=self._read, args=(process,), name="bind-answers", daemon=True
-        ).start()
+            child.send(_line({"fence": self._fence_until()}))
+            child.fence_sent = time.monotonic()
+        threading.Thread(target=child.write, name="bind-requests", daemon=True).start()
+        threading.Thread(target=self._read, args=(child,), name="bind-answers",
+                         daemon=True).start()  # fmt: skip
+        return child
 
     @property
     def pid(self) -> int | None:
-        process = self._process
-        return process.pid if process is not None else None
+        child = self._child
+        return child.process.pid if child is not None else None
 
     @property
     def usable(self) -> bool:
@@ -152,23 +199,23 @@ class BindProcess:
         own process, as without a bind process."""
         return self.failed_starts < MAX_FAILED_STARTS and not self._closed
 
-    def close(self, timeout: float = 10.0) -> None:
-        """The child sends what it holds, then ends; a child still busy after ``timeout`` is
-        killed (its binds fail)."""
+    def close(self) -> None:
+        """The child sends what it holds (each bind within its request timeout), then ends; one
+        still busy after ``close_timeout`` is killed, and the binds it held fail."""
         self._stop.set()
         with self._lock:
             self._closed = True
-            process, self._process = self._process, None
-        if process is None:
+            child, self._child = self._child, None
+        if child is None:
             return
-        assert process.stdin is not None
-        with contextlib.suppress(OSError):
-            process.stdin.close()
+        child.send(None)
         try:
-            process.wait(timeout)
+            child.process.wait(self._close_timeout)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            log.error("bind process still busy %g s after the scheduler stopped: killed",
+                      self._close_timeout)  # fmt: skip
+            child.process.kill()
+            child.process.wait()
 
     # -- binds -------------------------------------------------------------------------------
 
@@ -177,6 +224,10 @@ class BindProcess:
     ) -> bool:
         """Bind pod ``namespace/name`` (of ``uid``) to ``node_name`` from the child; False
         (nothing done, ``done`` not called) when the bind process is not :attr:`usable`."""
+        return self._hand_over((namespace, name, uid, node_name), done, 0)
+
+    def _hand_over(self, bind: tuple, done: Done, returned: int) -> bool:
+        namespace, name, _, node_name = bind
         what = f"pod {namespace}/{name}"
         if self._leading is not None and not self._leading():
             self._refused[0] += 1
@@ -187,77 +238,106 @@ class BindProcess:
         with self._lock:
             if not self.usable:
                 return False
-            if self._process is None:
+            child = self._child
+            if child is None:
                 log.warning("the bind process ended; starting another", extra={"object": what})
-                self._spawn()
-            process = self._process
-            assert process is not None and process.stdin is not None
+                child = self._spawn()
             self._next += 1
             key = self._next
-            self._pending[key] = (what, done, process)
+            self._pending[key] = (what, done, child, bind, returned)
+            child.held += 1
             data = b""
-            if headers != self._sent_headers:
+            if headers != child.sent_headers:
                 data = _line({"headers": headers})
-                self._sent_headers = headers
-            data += _line([key, namespace, name, uid, node_name])
-            with contextlib.suppress(OSError):  # the child is gone: its reader fails this bind
-                _write(process, data)
+                child.sent_headers = headers
+            if self._leading is not None:
+                # leading() just said yes: the child's window starts from here, whatever the
+                # keeper thread last managed to tell it (a busy interpreter delays it).
+                now = time.monotonic()
+                if now - child.fence_sent > FENCE_POLL_S / 2:
+                    data += _line({"fence": now + FENCE_GRACE_S})
+                    child.fence_sent = now
+            child.send(data + _line([key, *bind]))
         return True
 
-    def _read(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stdout is not None
-        for raw in process.stdout:
+    def _read(self, child: _Child) -> None:
+        stdout = child.process.stdout
+        assert stdout is not None
+        for raw in stdout:
+            child.heard = time.monotonic()
             try:
                 answer = json.loads(raw)
-                key, status = int(answer[0]), int(answer[1])
+                key, status = int(answer[0]), int(answer[1]) if len(answer) > 1 else 0
             except (ValueError, TypeError, IndexError, KeyError):
                 log.error("bind process: not an answer: %r", raw[:200])
                 continue
+            if key == 0:
+                continue  # its heartbeat
             with self._lock:
-                what, done, _ = self._pending.pop(key, ("", None, None))
-                self._answered = True
-                if status == -1:
-                    self._refused[0] += 1
-            if done is None:
+                entry = self._pending.pop(key, None)
+                child.answered = True
+                if entry is not None:
+                    child.held -= 1
+            if entry is None:
                 continue
+            what, done, _, bind, returned = entry
+            # Refused by a window that lapsed while this process was busy, not by the Lease:
+            # sent again, with a window that starts now.
+            if (
+                status == -1
+                and returned < MAX_RETURNED
+                and self._still_leading()
+                and self._hand_over(bind, done, returned + 1)
+            ):
+                continue
+            if status == -1:
+                self._refused[0] += 1
             try:
                 done(_error(what, status, answer))
             except Exception:  # one bind's bookkeeping must not stop the answers of the others
                 log.exception("bind process: handling the answer for %s failed", what)
-        code = process.wait()
+        code = child.process.wait()
+        child.send(None)  # its writer ends too
         with self._lock:
-            if self._process is process:
-                self._process = None
-                self.failed_starts = 0 if self._answered else self.failed_starts + 1
-            held = [k for k, (_, _, owner) in self._pending.items() if owner is process]
+            if self._child is child:
+                self._child = None
+                self.failed_starts = 0 if child.answered else self.failed_starts + 1
+            held = [k for k, entry in self._pending.items() if entry[2] is child]
             lost = [self._pending.pop(k) for k in held]
-        if not self._stop.is_set():
+        if lost or not self._stop.is_set():
             log.error("bind process exited (code %s) holding %d binds", code, len(lost))
-        for what, done, _ in lost:
+        for what, done, *_ in lost:
             with contextlib.suppress(Exception):
                 done(BindProcessGone(f"{what}: the bind process exited (code {code}) "
                                      "before answering"))  # fmt: skip
 
+    def _still_leading(self) -> bool:
+        return self._leading is not None and self._leading()
+
     def _fence_until(self) -> float:
-        leading = self._leading
-        return time.monotonic() + FENCE_GRACE_S if leading is not None and leading() else 0.0
+        return time.monotonic() + FENCE_GRACE_S if self._still_leading() else 0.0
 
-    def _fence(self) -> None:
-        while not self._stop.wait(FENCE_POLL_S):
-            until = self._fence_until()
+    def _keep(self) -> None:
+        """Every ``FENCE_POLL_S`` (fenced) or ``HEARTBEAT_S``: tell the child how long it may
+        still send; kill a child that holds binds and has said nothing for ``silence_s``
+        (stopped, wedged): its reader then fails what it held, the next bind starts another."""
+        tick = FENCE_POLL_S if self._leading is not None else HEARTBEAT_S
+        while not self._stop.wait(tick):
+            until = self._fence_until() if self._leading is not None else None
             with self._lock:
-                process = self._process
-                if process is None or process.stdin is None:
+                child = self._child
+                if child is None:
                     continue
+                if until is not None:
+                    child.send(_line({"fence": until}))
+                    child.fence_sent = time.monotonic()
+                silent = child.held > 0 and time.monotonic() - child.heard > self._silence_s
+            if silent:
+                self.silenced += 1
+                log.error("bind process silent for %g s holding %d binds: killed",
+                          self._silence_s, child.held)  # fmt: skip
                 with contextlib.suppress(OSError):
-                    _write(process, _line({"fence": until}))
-
-
-def _write(process: subprocess.Popen[bytes], data: bytes) -> None:
-    """Write to the child's (buffered) input and send it at once."""
-    assert process.stdin is not None
-    process.stdin.write(data)
-    process.stdin.flush()
+                    child.process.kill()
 
 
 def _line(value: Any) -> bytes:
@@ -283,10 +363,9 @@ def _error(what: str, status: int, answer: list) -> Exception | None:
 def main() -> None:
     """The bind process: a settings line, then bind lines ``[id, namespace, name, uid, node]``
     and settings changes (``{"headers": ...}``, ``{"fence": until}``) on standard input; one
-    answer line ``[id, status, reason, body, error]`` per bind on standard output (status -1: refused by
-    the fence; 0: not sent or not answered, ``error`` says why). Ends once its input ends and
-    what it holds is answered."""
-    import queue
+    answer line ``[id, status, reason, body, error]`` per bind on standard output (status -1:
+    refused by the fence; 0: not sent or not answered, ``error`` says why), and ``[0]`` every
+    ``heartbeat`` seconds. Ends once its input ends and what it holds is answered."""
     from types import SimpleNamespace
 
     from scheduler.kube.client import RETRY_AFTER_TRIES, binding, binding_path, retry_after
@@ -319,20 +398,29 @@ def main() -> None:
             time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def answer(data: bytes) -> None:
+        with answers:
+            sink.write(data)
+            sink.flush()
+
     def worker() -> None:
         while (item := work.get()) is not None:
             try:
-                answer = send(*item)
-            except Exception as exc:
-                answer = [item[0], 0, "", "", f"{type(exc).__name__}: {exc}"]
-            data = _line(answer)
-            with answers:
-                sink.write(data)
-                sink.flush()
+                result = send(*item)
+            except Exception as exc:  # what the same request in the scheduler's process raised
+                result = [item[0], 0, "", "", str(exc) or type(exc).__name__]
+            answer(_line(result))
+
+    def heartbeat() -> None:  # the scheduler kills a child that holds binds and says nothing
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                time.sleep(settings["heartbeat"])
+                answer(b"[0]\n")
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(settings["workers"])]
     for thread in threads:
         thread.start()
+    threading.Thread(target=heartbeat, daemon=True).start()
     for raw in source:
         message = json.loads(raw)
         if isinstance(message, list):

@@ -6,6 +6,7 @@ and the same report as binds sent in the scheduler's own process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -16,6 +17,7 @@ import pytest
 from scheduler import service as service_module
 from scheduler.api.labels import QUEUE_ALLOCATION_GATE
 from scheduler.api.report import TransitionKind
+from scheduler.kube.bind_process import SILENCE_S
 from simcluster.api.errors import ApiError
 from tests.adversary.helpers import (
     cycle,
@@ -72,12 +74,6 @@ def _in_thread(target) -> tuple[threading.Thread, dict]:
 # -- a child stopped (SIGSTOP) -------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stopped bind process hangs the cycle forever: Writer.flush waits on "
-    "future.exception() with no deadline and the parent never gives up on a bind its child "
-    "does not answer (in the scheduler's process the request timeout bounds it)",
-)
 def test_a_stopped_child_does_not_hold_the_cycle_past_the_request_timeout(sim, monkeypatch):
     """The child is stopped (SIGSTOP: a debugger, a cgroup freezer, an OOM-killer pause) while
     it waits for its first answer. The request timeout is 1 s here: a bind sent in the
@@ -107,7 +103,8 @@ def test_a_stopped_child_does_not_hold_the_cycle_past_the_request_timeout(sim, m
         elapsed = time.monotonic() - started
         hung = thread.is_alive()
     finally:
-        os.kill(pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # killed as silent: reaped already
+            os.kill(pid, signal.SIGCONT)
         thread.join(10)
         service.stop()
     assert not hung, f"the cycle was still waiting for its binds {elapsed:.1f} s later"
@@ -115,15 +112,11 @@ def test_a_stopped_child_does_not_hold_the_cycle_past_the_request_timeout(sim, m
     assert len(kinds) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BindProcess writes to the child's stdin holding its lock: a stopped child's pipe "
-    "fills (64 KiB, ~250 binds), the write blocks forever with the lock held, and close() "
-    "(service.stop) waits for that lock before its 10 s kill: stop() never returns",
-)
-def test_stop_ends_even_when_a_stopped_child_filled_its_pipe(sim):
-    """A stopped child and a cycle of 600 binds: more than its standard input's pipe holds.
-    ``stop()`` promises to kill a child still busy after 10 s; it must return."""
+def test_a_stopped_child_with_a_full_pipe_holds_up_neither_the_cycle_nor_stop(sim):
+    """A stopped child and a cycle of 600 binds, more than its standard input's pipe holds
+    (64 KiB): handing them over never waits for the child (a thread of its own writes to it);
+    the child, silent while it holds binds, is killed after ``SILENCE_S``; the cycle reports
+    every bind failed and none bound; ``stop()`` then returns at once."""
     make_node(sim, "n1", cpu="1000", memory="1000Gi", pods="1000")
     for i in range(600):
         make_pod(sim, f"pod-with-a-rather-long-name-to-fill-the-pipe-{i:04d}", cpu="100m")
@@ -131,26 +124,29 @@ def test_stop_ends_even_when_a_stopped_child_filled_its_pipe(sim):
     pid = _binder(service).pid
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
+    stopping = None
     try:
         settle(sim, service)
-        cycling, _ = _in_thread(service.run_once)
-        binder = _binder(service)
-        wait_until(lambda: len(binder._pending) > 0, timeout=20)
-        # The cycle hands its binds over until the pipe is full, then waits in the write.
-        wait_until(lambda: len(binder._pending) > 100 and binder._lock.locked(), timeout=20)
-        time.sleep(1)
-        assert binder._lock.locked()  # and still held: the write waits for the stopped child
+        cycling, out = _in_thread(service.run_once)
+        cycling.join(SILENCE_S + 15)
+        assert not cycling.is_alive(), "the cycle still waits on the stopped child"
+        report = out["value"]
+        assert len(report.transitions) == 600
+        assert {t.kind for t in report.transitions} == {TransitionKind.BIND_FAILED}
+        assert all("the bind process exited" in t.message for t in report.transitions)
+        assert _binder(service).silenced == 1
         started = time.monotonic()
         stopping, _ = _in_thread(service.stop)
-        stopping.join(15)  # close() kills a child still busy after 10 s
+        stopping.join(10)
         elapsed = time.monotonic() - started
-        hung = stopping.is_alive()
+        assert not stopping.is_alive(), f"stop() still running {elapsed:.1f} s later"
     finally:
         if _state(pid) is not None:
-            os.kill(pid, signal.SIGCONT)  # frees the lock: the rest can end
-        stopping.join(20)
-        cycling.join(20)
-    assert not hung, f"stop() still running {elapsed:.1f} s later"
+            os.kill(pid, signal.SIGCONT)
+        if stopping is None:
+            service.stop()
+    assert not any(_bound(sim, f"pod-with-a-rather-long-name-to-fill-the-pipe-{i:04d}")
+                   for i in range(600))  # fmt: skip
 
 
 # -- a child killed (SIGKILL) ---------------------------------------------------------------------
@@ -229,12 +225,6 @@ def test_a_child_killed_between_cycles_is_replaced_without_losing_a_bind(sim):
     assert _state(pid) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="binds failed by stop() (the child killed) make Writer.flush raise 'cannot schedule "
-    "new futures after shutdown' at the first failure's PodScheduled write; the failed cycle's "
-    "report keeps ALLOCATED for the binds after it, never sent and never bound",
-)
 def test_a_child_killed_during_stop_fails_its_binds_and_stop_returns(sim):
     """``stop()`` while a slow server holds binds, and the child is killed meanwhile: stop
     returns, and the cycle reports each bind the child held as failed (none lost)."""
@@ -670,16 +660,7 @@ def test_a_child_that_cannot_start_falls_back_to_binding_in_process(sim, monkeyp
 @pytest.mark.parametrize(
     "bind_process",
     [
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the child's fence window (0.1 s) is renewed by a thread of the scheduler's "
-                "process: a full garbage collection (or any C call) holding the interpreter past "
-                "~0.08 s lets it run out while leading, and the child refuses the leader's binds "
-                "(BIND_FAILED 'not the leader', counted in refused_writes)",
-            ),
-        ),
+        True,
         False,
     ],
     ids=["bind-process", "in-process"],

@@ -121,7 +121,7 @@ def test_a_server_that_cannot_be_reached_fails_the_bind_with_why():
     finally:
         cluster.close()
     assert isinstance(failed, BindSendError) and isinstance(failed, OSError)
-    assert "pod default/a: ConnectionRefusedError" in str(failed)
+    assert "pod default/a: [Errno 111] Connection refused" in str(failed)
 
 
 def test_a_killed_child_fails_what_it_held_and_the_next_bind_starts_another(sim, plain_front):
