@@ -24,8 +24,8 @@ What stays as it was:
   ``checkWait``), in the child;
 * leader election: nothing is sent unless the scheduler holds the Lease. The scheduler asks
   ``leading()`` before handing a bind over (refused: :class:`~scheduler.kube.fencing.NotLeader`,
-  counted), and tells the child every ``FENCE_POLL_S`` (and with each bind) until when it may
-  send: ``FENCE_GRACE_S`` past the last time ``leading()`` said yes. The child refuses what it
+  counted), and tells the child with each bind, and every ``FENCE_POLL_S`` while it holds
+  binds, until when it may send: ``FENCE_GRACE_S`` past the last time ``leading()`` said yes. The child refuses what it
   still holds once that time passes; a bind so refused while ``leading()`` still says yes (the
   scheduler's interpreter was busy, not the Lease lost) is handed over again. So a bind may
   leave at most ``FENCE_GRACE_S`` after the Lease was lost, well inside the gap client-go's
@@ -61,7 +61,7 @@ from scheduler.kube.fencing import NotLeader
 
 log = logging.getLogger(__name__)
 
-FENCE_POLL_S = 0.02  # how often the scheduler tells the child how long it may still send
+FENCE_POLL_S = 0.1  # how often the scheduler tells a child holding binds how long it may send
 FENCE_GRACE_S = 0.5  # how long past the last "leading" a bind may still leave
 MAX_FAILED_STARTS = 3  # children in a row that answered nothing: bind in-process instead
 MAX_RETURNED = 20  # times a bind refused by a lapsed window is sent again while still leading
@@ -318,16 +318,19 @@ class BindProcess:
         return time.monotonic() + FENCE_GRACE_S if self._still_leading() else 0.0
 
     def _keep(self) -> None:
-        """Every ``FENCE_POLL_S`` (fenced) or ``HEARTBEAT_S``: tell the child how long it may
-        still send; kill a child that holds binds and has said nothing for ``silence_s``
-        (stopped, wedged): its reader then fails what it held, the next bind starts another."""
+        """Every ``FENCE_POLL_S`` (fenced) or ``HEARTBEAT_S``, while the child holds binds: tell
+        it how long it may still send (an idle child needs no window: each bind brings one,
+        and a scheduler that is mostly idle between cycles is not woken for nothing); kill it
+        if it has said nothing for ``silence_s`` (stopped, wedged): its reader then fails what
+        it held, and the next bind starts another."""
         tick = FENCE_POLL_S if self._leading is not None else HEARTBEAT_S
         while not self._stop.wait(tick):
-            until = self._fence_until() if self._leading is not None else None
             with self._lock:
                 child = self._child
-                if child is None:
+                if child is None or child.held == 0:
                     continue
+            until = self._fence_until() if self._leading is not None else None
+            with self._lock:
                 if until is not None:
                     child.send(_line({"fence": until}))
                     child.fence_sent = time.monotonic()
