@@ -13,16 +13,17 @@ round trips). Then, in the same run:
   its first cycle until the cluster has bound every pending pod.
 
 Each figure comes with the CPU seconds each process spent over its window (the cluster's and
-the bind process's from /proc, this process's from ``os.times``) and the load average: on a shared machine the CPU the
-two processes needed says more than the wall time they got.
+the bind process's from /proc, this process's from ``os.times``) and the load average: on a
+shared machine the CPU the processes needed says more than the wall time they got.
 
 Then the same at 1,000 nodes / 5,000 pending pods carrying the queue-allocation gate, with the
 time from each pod's gate removal to its bind (p50/p99), as the cluster saw them.
 Targets: e2e >= 680 pods/s (kube-scheduler's scheduler_perf floor for this shape), e2e time /
-floor time <= 1.5. End to end runs twice: at Volcano's default client-side limits (2000 QPS,
-burst 2000: 10,000 binds cannot take less than 4 s, whatever the scheduler and the API could
-do), and with the limit raised out of the way, which is what the ratio compares with the floor
-(its client has no limiter).
+floor time <= 1.5, measured in each of ``PAIRS`` alternating pairs (floor, then end to end)
+and judged on their median. End to end runs with the limit raised out of the way in each pair,
+which is what the ratio compares with the floor (its client has no limiter), and once at
+Volcano's default client-side limits (2000 QPS, burst 2000: 10,000 binds cannot take less than
+4 s, whatever the scheduler and the API could do).
 """
 
 from __future__ import annotations
@@ -324,21 +325,31 @@ def main() -> None:
     print(f"SchedulingBasic through the API: {nodes} nodes, {running} running, {pending} "
           f"pending pods; {bind_workers()} binds in flight; {os.cpu_count()} CPUs, "
           f"load average {load}")  # fmt: skip
-    floor_s, server_cpu, client_cpu = floor("basic")
-    print(f"floor (minimal client, {pending} Bindings): {floor_s:.2f} s, "
-          f"{pending / floor_s:,.0f} pods/s; CPU: cluster {server_cpu:.2f} s, "
-          f"client {client_cpu:.2f} s")  # fmt: skip
     from scheduler.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 
+    # Floor and end to end in PAIRS alternating pairs, each pair's ratio measured in it: on a
+    # shared machine one pair can draw a fast floor and a slow end to end (the floor's own
+    # cluster CPU for the same binds varies by a fifth between runs); the median pair says it.
+    ratios, slowest = [], 0.0
+    for pair in range(1, PAIRS + 1):
+        floor_s, server_cpu, client_cpu = floor("basic")
+        print(f"pair {pair}: floor (minimal client, {pending} Bindings): {floor_s:.2f} s, "
+              f"{pending / floor_s:,.0f} pods/s; CPU: cluster {server_cpu:.2f} s, "
+              f"client {client_cpu:.2f} s")  # fmt: skip
+        e2e_s = _basic_end_to_end(pending, UNLIMITED_QPS, f"pair {pair}: --kube-api-qps "
+                                  f"{UNLIMITED_QPS:,.0f}: no client-side limit binds, as the "
+                                  "floor has none")  # fmt: skip
+        ratios.append(e2e_s / floor_s)
+        slowest = max(slowest, e2e_s)
     limited = _basic_end_to_end(pending, None, f"at Volcano's default --kube-api-qps "
                                 f"{DEFAULT_QPS:.0f} / --kube-api-burst {DEFAULT_BURST}")  # fmt: skip
-    e2e_s = _basic_end_to_end(pending, UNLIMITED_QPS, f"--kube-api-qps {UNLIMITED_QPS:,.0f}: "
-                              "no client-side limit binds, as the floor has none")  # fmt: skip
     least = (pending - DEFAULT_BURST) / DEFAULT_QPS
-    print(f"e2e / floor: {e2e_s / floor_s:.2f} with the limit raised (target <= 1.5); "
-          f"{limited / floor_s:.2f} at the default limits, where the limiter alone takes "
-          f"{least:.1f} s for {pending:,} binds; e2e target >= 680 pods/s: "
-          f"{'met' if pending / max(e2e_s, limited) >= 680 else 'NOT met'} in both")  # fmt: skip
+    median = statistics.median(ratios)
+    print(f"e2e / floor with the limit raised, each pair: "
+          f"{', '.join(f'{r:.2f}' for r in ratios)}; median {median:.2f} (target <= 1.5: "
+          f"{'met' if median <= 1.5 else 'NOT met'}); at the default limits the limiter alone "
+          f"takes {least:.1f} s for {pending:,} binds; e2e target >= 680 pods/s: "
+          f"{'met' if pending / max(slowest, limited) >= 680 else 'NOT met'} in every run")  # fmt: skip
     nodes, _, pending, _ = SHAPES["gated"]
     e2e_s, cycles, stats = end_to_end("gated")
     waits = stats["waits"]
@@ -349,6 +360,7 @@ def main() -> None:
 
 
 UNLIMITED_QPS = 100_000.0
+PAIRS = 3
 
 
 def _basic_end_to_end(pending: int, qps: float | None, limits: str) -> float:
