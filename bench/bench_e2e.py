@@ -1,9 +1,8 @@
 """kube-scheduler's scheduler_perf "SchedulingBasic" shape through the Kubernetes API.
 
 The simulated cluster runs in a process of its own on 127.0.0.1 (as kube-apiserver would),
-with its kubelet. Its nodes and pods are put in its store directly before the API server
-starts (setup, not timed: the same objects a client would POST, written without the HTTP
-round trips). Then, in the same run:
+with its kubelet. Its nodes and pods are POSTed to its API server, and its running pods started
+by its kubelet, before anything is timed. Then, in the same run:
 
 * the floor: a minimal client POSTs the 10,000 Bindings (``pods/binding``) over keep-alive
   connections with the scheduler's bind parallelism, timed from the first request to the last
@@ -106,17 +105,6 @@ def serve(nodes: int, running: int, pending: int, gated: bool) -> None:
     store = Store(clock.now)
     ensure_system_namespace(store)
     cluster = Cluster(store, clock.now)
-    for name in ("default",):
-        store.create("namespaces", {"metadata": {"name": name}, "status": {"phase": "Active"}})
-    store.create("queues", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                            "metadata": {"name": "default"},
-                            "spec": {"weight": 1}, "status": {"state": "Open"}})  # fmt: skip
-    for i in range(nodes):
-        store.create("nodes", _node(i))
-    for i in range(running):
-        store.create("pods", _pod(i, f"node-{i % nodes:05d}", False))
-    for i in range(running, running + pending):
-        store.create("pods", _pod(i, None, gated))
     ungated: dict[str, float] = {}
     bound: dict[str, float] = {}
 
@@ -134,6 +122,14 @@ def serve(nodes: int, running: int, pending: int, gated: bool) -> None:
     simulation = Simulation(store, clock)  # the kubelet: bound pods start, as KWOK's do
     server = ApiServer(cluster, port=0).start()
     simulation.start()
+    create_through_api(server.url, nodes, running, pending, gated)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the running pods run before anything is timed
+        listed, _ = store.list("pods")
+        started = sum((pod.get("status") or {}).get("phase") == "Running" for pod in listed)
+        if started >= running:
+            break
+        time.sleep(0.2)
     print(server.url, flush=True)
     for line in sys.stdin:
         if line.strip() == "stats":
@@ -150,6 +146,36 @@ def serve(nodes: int, running: int, pending: int, gated: bool) -> None:
             break
     simulation.stop()
     server.stop()
+
+
+def create_through_api(url: str, nodes: int, running: int, pending: int, gated: bool) -> None:
+    """The shape's namespace, queue, nodes and pods, each POSTed to the API server as a client
+    would create them (16 at a time over keep-alive connections; not timed)."""
+    host, port = url.removeprefix("http://").split(":")
+    local = threading.local()
+
+    def post(item: tuple[str, dict]) -> None:
+        connection = getattr(local, "connection", None)
+        if connection is None:
+            connection = local.connection = http.client.HTTPConnection(host, int(port))
+        path, body = item
+        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        data = answer.read()
+        if answer.status != 201:
+            raise RuntimeError(f"POST {path}: HTTP {answer.status}: {data[:200]!r}")
+
+    post(("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": "default"}}))  # fmt: skip
+    post(("/apis/scheduling.volcano.sh/v1beta1/queues",
+          {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+           "metadata": {"name": "default"}, "spec": {"weight": 1}}))  # fmt: skip
+    pods = "/api/v1/namespaces/default/pods"
+    items = [("/api/v1/nodes", _node(i)) for i in range(nodes)]
+    items += [(pods, _pod(i, f"node-{i % nodes:05d}", False)) for i in range(running)]
+    items += [(pods, _pod(i, None, gated)) for i in range(running, running + pending)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(post, items))
 
 
 class Child:
