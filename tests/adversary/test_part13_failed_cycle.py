@@ -38,19 +38,7 @@ def test_a_cycle_that_fails_after_allocate_decided_nothing(sim, monkeypatch):
     make_node(sim, "n1", cpu="16")
     for i in range(4):
         make_pod(sim, f"p{i}", created=i)
-    calls = []
-
-    import scheduler.loop as loop
-
-    real = loop.record_job_status
-
-    def failing_once(ssn):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("injected: the status step fails")
-        return real(ssn)
-
-    monkeypatch.setattr(loop, "record_job_status", failing_once)
+    _fail_the_first_status_step(monkeypatch)
     service = start_service(sim)
     try:
         first = cycle(sim, service)
